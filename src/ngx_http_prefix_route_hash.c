@@ -1,0 +1,52 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <xxhash.h>
+
+#include "ngx_http_prefix_route_hash.h"
+
+
+uint64_t
+ngx_http_prefix_route_hash_seed(u_char *model, size_t model_len, u_char *salt,
+    size_t salt_len)
+{
+    uint64_t  seed;
+
+    seed = XXH3_64bits(model, model_len);
+
+    if (salt != NULL) {
+        /* a present but empty salt still differs from no salt */
+        seed = XXH3_64bits_withSeed(salt, salt_len, seed ^ 0x5a17);
+    }
+
+    return seed;
+}
+
+
+ngx_uint_t
+ngx_http_prefix_route_hash_blocks(u_char *p, size_t len, size_t block,
+    uint64_t seed, uint64_t *hash, ngx_uint_t max)
+{
+    ngx_uint_t  n;
+
+    for (n = 0; n < max && len >= block; n++) {
+        seed = XXH3_64bits_withSeed(p, block, seed);
+        hash[n] = seed;
+        p += block;
+        len -= block;
+    }
+
+    return n;
+}
+
+
+uint64_t
+ngx_http_prefix_route_hash(u_char *p, size_t len, uint64_t seed)
+{
+    return XXH3_64bits_withSeed(p, len, seed);
+}

@@ -1,0 +1,39 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+#ifndef _NGX_HTTP_PREFIX_ROUTE_HASH_H_INCLUDED_
+#define _NGX_HTTP_PREFIX_ROUTE_HASH_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+
+/*
+ * Seed of a block chain: XXH3 64-bit of the model name, then of cache_salt
+ * seeded with that, so that two models or two tenants with different salts
+ * never share a block hash (vLLM folds cache_salt into its first block hash
+ * the same way).  A NULL salt means the request had none.
+ */
+uint64_t ngx_http_prefix_route_hash_seed(u_char *model, size_t model_len,
+    u_char *salt, size_t salt_len);
+
+/*
+ * Cuts p[0 .. len) into full blocks of "block" bytes and hashes them as a
+ * chain: hash[0] = XXH3_64(block 0, seed), hash[i] = XXH3_64(block i,
+ * hash[i - 1]), so hash[i] names the whole prefix up to the end of block i
+ * (the scheme of vLLM's prefix caching and NVIDIA Dynamo's KV router).
+ * A trailing partial block is not hashed, as an engine caches full blocks
+ * only.  Writes at most "max" hashes and returns how many it wrote.
+ */
+ngx_uint_t ngx_http_prefix_route_hash_blocks(u_char *p, size_t len,
+    size_t block, uint64_t seed, uint64_t *hash, ngx_uint_t max);
+
+/* XXH3 64-bit of p[0 .. len) with a seed; the one hash the module uses. */
+uint64_t ngx_http_prefix_route_hash(u_char *p, size_t len, uint64_t seed);
+
+
+#endif /* _NGX_HTTP_PREFIX_ROUTE_HASH_H_INCLUDED_ */

@@ -1,0 +1,44 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+#ifndef _NGX_HTTP_PREFIX_ROUTE_PROMPT_H_INCLUDED_
+#define _NGX_HTTP_PREFIX_ROUTE_PROMPT_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <jansson.h>
+
+
+/*
+ * The canonical prompt: the request's prompt serialised in the order a chat
+ * template renders it, with message boundaries and roles marked, so that it
+ * can be cut into blocks and hashed.  See docs/design.md, "The canonical
+ * prompt", for the byte format.
+ */
+typedef struct {
+    u_char      *buf;     /* output, "size" bytes provided by the caller */
+    size_t       size;    /* the prefix cap, bytes */
+    size_t       len;     /* bytes written, <= size */
+    size_t       key;     /* bytes up to the end of the first message that
+                             is not a system/developer one (tie-break key) */
+    uint64_t     seed;    /* chain seed from model and cache_salt */
+} ngx_http_prefix_route_prompt_t;
+
+
+/*
+ * Builds the canonical prompt of a parsed request body (OpenAI Chat
+ * Completions, legacy Completions, Anthropic Messages or OpenAI Responses)
+ * into pr->buf, stopping at pr->size bytes.  Returns NGX_OK when a prompt
+ * was found (pr->len may still be 0 for an empty one) and NGX_DECLINED when
+ * the body holds none of the four shapes.  Never allocates outside jansson;
+ * never fails otherwise.
+ */
+ngx_int_t ngx_http_prefix_route_prompt_build(json_t *root,
+    ngx_http_prefix_route_prompt_t *pr);
+
+
+#endif /* _NGX_HTTP_PREFIX_ROUTE_PROMPT_H_INCLUDED_ */
