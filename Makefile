@@ -58,7 +58,7 @@ deps:
 	        $$missing; \
 	fi
 
-$(BUILD)/nginx/Makefile: $(NGINX_SRC)/auto/configure config
+$(BUILD)/nginx/Makefile: $(NGINX_SRC)/configure config
 	rm -rf $(BUILD)/nginx
 	mkdir -p $(BUILD)
 	cp -r $(NGINX_SRC) $(BUILD)/nginx
@@ -69,7 +69,7 @@ $(BUILD)/nginx/Makefile: $(NGINX_SRC)/auto/configure config
 	    --with-cc-opt="$(CC_OPT)" --with-ld-opt="$(LD_OPT)" \
 	    --add-dynamic-module=$(CURDIR)
 
-$(NGINX_SRC)/auto/configure:
+$(NGINX_SRC)/configure:
 	@echo "no nginx source at NGINX_SRC=$(NGINX_SRC)"; exit 1
 
 $(MODULE): $(BUILD)/nginx/Makefile $(SOURCES)

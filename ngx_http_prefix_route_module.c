@@ -1,0 +1,1092 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+#include <jansson.h>
+
+#include "ngx_http_prefix_route_prompt.h"
+#include "ngx_http_prefix_route_hash.h"
+#include "ngx_http_prefix_route_index.h"
+#include "ngx_http_prefix_route_choice.h"
+
+
+/*
+ * The smallest zone: the slab pool's own pages plus room for the index of
+ * a few longest prompts (64k / 128-byte blocks x 128 bytes a block).
+ */
+#define NGX_HTTP_PREFIX_ROUTE_MIN_ZONE      (128 * 1024)
+
+/*
+ * Prefill work charged to a request besides its uncached prompt, in bytes
+ * of prompt: the 15-30 ms fixed cost of a step measured for Llama-3-8B on
+ * an H100 at 30-40 us a token is 500-750 tokens, ~2 KiB at 4 bytes a token
+ * (../shared/docs/field-notes.md, "What the backends do").
+ */
+#define NGX_HTTP_PREFIX_ROUTE_REQUEST_COST  2048
+
+/* the body is read from a temporary file in pieces this large */
+#define NGX_HTTP_PREFIX_ROUTE_READ_SIZE     65536
+
+
+typedef enum {
+    NGX_HTTP_PREFIX_ROUTE_BYPASS = 0,
+    NGX_HTTP_PREFIX_ROUTE_MISS,
+    NGX_HTTP_PREFIX_ROUTE_HIT,
+    NGX_HTTP_PREFIX_ROUTE_SPILL
+} ngx_http_prefix_route_status_e;
+
+
+typedef struct {
+    ngx_shm_zone_t                     *shm_zone;
+    ngx_http_prefix_route_index_t       index;
+
+    size_t                              block;       /* bytes */
+    size_t                              max_prefix;  /* bytes */
+    size_t                              capacity;    /* bytes per peer */
+    ngx_uint_t                          affinity;    /* percent */
+    ngx_msec_t                          decay;       /* half-life, ms */
+
+    /* per server of the upstream: [0] primary, [1] backup, in list order */
+    ngx_http_upstream_rr_peers_t       *peers;
+    ngx_http_prefix_route_peer_t      **shared[2];   /* records in zone */
+    uint64_t                           *id[2];       /* hashes of names */
+} ngx_http_prefix_route_srv_conf_t;
+
+
+typedef struct {
+    /* the round robin data first: the balancer falls back to it */
+    ngx_http_upstream_rr_peer_data_t    rrp;
+
+    ngx_http_prefix_route_srv_conf_t   *conf;
+    ngx_http_prefix_route_status_e      status;
+    ngx_uint_t                          backup;      /* on the backup list */
+
+    size_t                              len;         /* prompt bytes */
+    size_t                              match;       /* bytes on the peer */
+    uint64_t                            key;         /* tie-break hash */
+    uint64_t                           *hash;        /* block chain */
+    ngx_uint_t                          nblocks;
+
+    ngx_http_prefix_route_entry_t     **chain;
+    ngx_uint_t                         *held;        /* blocks per peer */
+    ngx_http_prefix_route_candidate_t  *cand;
+
+    /* the attempt under way, charged to the peer's queued work */
+    ngx_http_prefix_route_peer_t       *sent;
+    double                              work;
+    double                              uncached;
+} ngx_http_prefix_route_ctx_t;
+
+
+typedef struct {
+    ngx_chain_t                        *cl;
+    off_t                               offset;      /* in cl->buf */
+    ngx_http_request_t                 *r;
+    u_char                             *buf;         /* file reads */
+    u_char                             *pos;
+    u_char                             *last;
+} ngx_http_prefix_route_body_t;
+
+
+static ngx_int_t ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us);
+static ngx_int_t ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+static ngx_int_t ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us);
+static void ngx_http_prefix_route_prepare(ngx_http_request_t *r,
+    ngx_http_prefix_route_ctx_t *ctx);
+static size_t ngx_http_prefix_route_read_body(void *buffer, size_t buflen,
+    void *data);
+static ngx_int_t ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc,
+    void *data);
+static ngx_http_upstream_rr_peer_t *ngx_http_prefix_route_pick(
+    ngx_http_prefix_route_ctx_t *ctx, ngx_http_upstream_rr_peers_t *peers,
+    ngx_uint_t *chosen);
+static void ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc,
+    void *data, ngx_uint_t state);
+
+static ngx_int_t ngx_http_prefix_route_add_variables(ngx_conf_t *cf);
+static ngx_int_t ngx_http_prefix_route_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data);
+static void *ngx_http_prefix_route_create_conf(ngx_conf_t *cf);
+static char *ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+
+
+static ngx_command_t  ngx_http_prefix_route_commands[] = {
+
+    { ngx_string("prefix_route"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_1MORE,
+      ngx_http_prefix_route,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+      ngx_null_command
+};
+
+
+static ngx_http_module_t  ngx_http_prefix_route_module_ctx = {
+    ngx_http_prefix_route_add_variables,   /* preconfiguration */
+    NULL,                                  /* postconfiguration */
+
+    NULL,                                  /* create main configuration */
+    NULL,                                  /* init main configuration */
+
+    ngx_http_prefix_route_create_conf,     /* create server configuration */
+    NULL,                                  /* merge server configuration */
+
+    NULL,                                  /* create location configuration */
+    NULL                                   /* merge location configuration */
+};
+
+
+ngx_module_t  ngx_http_prefix_route_module = {
+    NGX_MODULE_V1,
+    &ngx_http_prefix_route_module_ctx,     /* module context */
+    ngx_http_prefix_route_commands,        /* module directives */
+    NGX_HTTP_MODULE,                       /* module type */
+    NULL,                                  /* init master */
+    NULL,                                  /* init module */
+    NULL,                                  /* init process */
+    NULL,                                  /* init thread */
+    NULL,                                  /* exit thread */
+    NULL,                                  /* exit process */
+    NULL,                                  /* exit master */
+    NGX_MODULE_V1_PADDING
+};
+
+
+static ngx_str_t  ngx_http_prefix_route_status_names[] = {
+    ngx_string("BYPASS"),
+    ngx_string("MISS"),
+    ngx_string("HIT"),
+    ngx_string("SPILL")
+};
+
+
+enum {
+    NGX_HTTP_PREFIX_ROUTE_VAR_STATUS = 0,
+    NGX_HTTP_PREFIX_ROUTE_VAR_MATCH,
+    NGX_HTTP_PREFIX_ROUTE_VAR_LENGTH
+};
+
+
+static ngx_http_variable_t  ngx_http_prefix_route_vars[] = {
+
+    { ngx_string("prefix_route_status"), NULL,
+      ngx_http_prefix_route_variable, NGX_HTTP_PREFIX_ROUTE_VAR_STATUS,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("prefix_route_match"), NULL,
+      ngx_http_prefix_route_variable, NGX_HTTP_PREFIX_ROUTE_VAR_MATCH,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("prefix_route_length"), NULL,
+      ngx_http_prefix_route_variable, NGX_HTTP_PREFIX_ROUTE_VAR_LENGTH,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+      ngx_http_null_variable
+};
+
+
+static ngx_int_t
+ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_uint_t                         b, i;
+    ngx_http_upstream_rr_peer_t       *peer;
+    ngx_http_upstream_rr_peers_t      *peers;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    if (ngx_http_upstream_init_round_robin(cf, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    us->peer.init = ngx_http_prefix_route_init_peer;
+
+    prcf = ngx_http_conf_upstream_srv_conf(us, ngx_http_prefix_route_module);
+
+    /*
+     * The names of the servers, kept to find their records in the zone
+     * once it exists (ngx_http_prefix_route_init_zone()).
+     */
+
+    prcf->peers = us->peer.data;
+
+    for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
+    {
+        prcf->shared[b] = ngx_pcalloc(cf->pool, peers->number
+                                      * sizeof(ngx_http_prefix_route_peer_t *));
+        prcf->id[b] = ngx_palloc(cf->pool, peers->number * sizeof(uint64_t));
+
+        if (prcf->shared[b] == NULL || prcf->id[b] == NULL) {
+            return NGX_ERROR;
+        }
+
+        for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+            prcf->id[b][i] = ngx_http_prefix_route_hash(peer->name.data,
+                                                        peer->name.len, 0);
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
+{
+    ngx_http_prefix_route_srv_conf_t  *oprcf = data;
+
+    size_t                             len;
+    ngx_uint_t                         b, i;
+    ngx_slab_pool_t                   *shpool;
+    ngx_http_upstream_rr_peer_t       *peer;
+    ngx_http_upstream_rr_peers_t      *peers;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    prcf = shm_zone->data;
+    shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
+
+    if (ngx_http_prefix_route_index_init(&prcf->index, shpool,
+                                         oprcf ? &oprcf->index : NULL)
+        != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                      "prefix_route zone \"%V\" is too small",
+                      &shm_zone->shm.name);
+        return NGX_ERROR;
+    }
+
+    if (oprcf == NULL && shpool->log_ctx == NULL) {
+        len = sizeof(" in prefix_route zone \"\"") + shm_zone->shm.name.len;
+
+        shpool->log_ctx = ngx_slab_alloc(shpool, len);
+        if (shpool->log_ctx == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_sprintf(shpool->log_ctx, " in prefix_route zone \"%V\"%Z",
+                    &shm_zone->shm.name);
+    }
+
+    /* peers are found by name: affinity survives a reload */
+
+    for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
+    {
+        for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+
+            prcf->shared[b][i] = ngx_http_prefix_route_index_peer(
+                                                  &prcf->index, &peer->name);
+
+            if (prcf->shared[b][i] == NULL) {
+                ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
+                              "prefix_route zone \"%V\" has no room for "
+                              "server %V, it is balanced by load only",
+                              &shm_zone->shm.name, &peer->name);
+            }
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+static ngx_int_t
+ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
+    ngx_http_upstream_srv_conf_t *us)
+{
+    ngx_http_prefix_route_ctx_t  *ctx;
+
+    ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_prefix_route_ctx_t));
+    if (ctx == NULL) {
+        return NGX_ERROR;
+    }
+
+    r->upstream->peer.data = &ctx->rrp;
+
+    if (ngx_http_upstream_init_round_robin_peer(r, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    r->upstream->peer.get = ngx_http_prefix_route_get_peer;
+    r->upstream->peer.free = ngx_http_prefix_route_free_peer;
+
+    ctx->conf = ngx_http_conf_upstream_srv_conf(us,
+                                                ngx_http_prefix_route_module);
+
+    ngx_http_set_ctx(r, ctx, ngx_http_prefix_route_module);
+
+    ngx_http_prefix_route_prepare(r, ctx);
+
+    return NGX_OK;
+}
+
+
+/*
+ * Reads the request body, builds its canonical prompt and hashes it into
+ * blocks.  A request whose prompt cannot be had is left as BYPASS and is
+ * balanced by round robin.
+ */
+
+static void
+ngx_http_prefix_route_prepare(ngx_http_request_t *r,
+    ngx_http_prefix_route_ctx_t *ctx)
+{
+    size_t                             max;
+    json_t                            *root;
+    ngx_int_t                          rc;
+    ngx_uint_t                         n;
+    json_error_t                       err;
+    ngx_http_request_body_t           *rb;
+    ngx_http_prefix_route_body_t       body;
+    ngx_http_prefix_route_prompt_t     pr;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    prcf = ctx->conf;
+    rb = r->request_body;
+
+    if (rb == NULL || rb->bufs == NULL || rb->rest > 0
+        || r->request_body_no_buffering)
+    {
+        /* no body, or one still being read (proxy_request_buffering off) */
+
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                       "prefix_route: no request body, round robin");
+        return;
+    }
+
+    ngx_memzero(&body, sizeof(ngx_http_prefix_route_body_t));
+    body.cl = rb->bufs;
+    body.r = r;
+
+    root = json_load_callback(ngx_http_prefix_route_read_body, &body,
+                              JSON_ALLOW_NUL, &err);
+
+    if (root == NULL) {
+        /* the error text quotes the body: only its position is logged */
+
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "prefix_route: request body is not JSON "
+                      "(error %d at byte %d), round robin",
+                      (int) json_error_code(&err), err.position);
+        return;
+    }
+
+    pr.buf = ngx_pnalloc(r->pool, prcf->max_prefix);
+    if (pr.buf == NULL) {
+        json_decref(root);
+        return;
+    }
+
+    pr.size = prcf->max_prefix;
+    pr.len = 0;
+    pr.key = 0;
+    pr.seed = 0;
+
+    rc = json_is_object(root) ? ngx_http_prefix_route_prompt_build(root, &pr)
+                              : NGX_DECLINED;
+
+    json_decref(root);
+
+    if (rc != NGX_OK || pr.len == 0) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "prefix_route: request body has no prompt, "
+                      "round robin");
+        return;
+    }
+
+    max = prcf->max_prefix / prcf->block;
+    n = prcf->peers->number;
+
+    if (prcf->peers->next && prcf->peers->next->number > n) {
+        n = prcf->peers->next->number;
+    }
+
+    ctx->hash = ngx_palloc(r->pool, max * sizeof(uint64_t));
+    ctx->chain = ngx_palloc(r->pool,
+                            max * sizeof(ngx_http_prefix_route_entry_t *));
+    ctx->held = ngx_palloc(r->pool, n * sizeof(ngx_uint_t));
+    ctx->cand = ngx_palloc(r->pool,
+                           n * sizeof(ngx_http_prefix_route_candidate_t));
+
+    if (ctx->hash == NULL || ctx->chain == NULL || ctx->held == NULL
+        || ctx->cand == NULL)
+    {
+        return;
+    }
+
+    ctx->len = pr.len;
+    ctx->nblocks = ngx_http_prefix_route_hash_blocks(pr.buf, pr.len,
+                                                     prcf->block, pr.seed,
+                                                     ctx->hash, max);
+    ctx->key = ngx_http_prefix_route_hash(pr.buf, pr.key, pr.seed);
+    ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "prefix_route: prompt %uz bytes, %ui blocks, "
+                   "key %016xL, seed %016xL",
+                   ctx->len, ctx->nblocks, ctx->key, pr.seed);
+}
+
+
+/*
+ * jansson's input callback: the body's buffers in order, from memory or
+ * from the client body temporary file, whichever holds each of them.
+ */
+
+static size_t
+ngx_http_prefix_route_read_body(void *buffer, size_t buflen, void *data)
+{
+    ngx_http_prefix_route_body_t  *body = data;
+
+    off_t       offset;
+    size_t      size;
+    ssize_t     n;
+    ngx_buf_t  *b;
+
+    for ( ;; ) {
+
+        if (body->pos < body->last) {
+            size = ngx_min(buflen, (size_t) (body->last - body->pos));
+            ngx_memcpy(buffer, body->pos, size);
+            body->pos += size;
+            return size;
+        }
+
+        if (body->cl == NULL) {
+            return 0;
+        }
+
+        b = body->cl->buf;
+
+        if (ngx_buf_in_memory(b) && body->offset < b->last - b->pos) {
+            body->pos = b->pos + body->offset;
+            body->last = b->last;
+            body->offset = b->last - b->pos;
+            continue;
+        }
+
+        if (!ngx_buf_in_memory(b)
+            && b->in_file
+            && body->offset < b->file_last - b->file_pos)
+        {
+            if (body->buf == NULL) {
+                body->buf = ngx_pnalloc(body->r->pool,
+                                        NGX_HTTP_PREFIX_ROUTE_READ_SIZE);
+                if (body->buf == NULL) {
+                    return (size_t) -1;
+                }
+            }
+
+            size = (size_t) ngx_min(b->file_last - b->file_pos - body->offset,
+                                    NGX_HTTP_PREFIX_ROUTE_READ_SIZE);
+
+            /* ngx_read_file() moves the file offset the proxy relies on */
+
+            offset = b->file->offset;
+            n = ngx_read_file(b->file, body->buf, size,
+                              b->file_pos + body->offset);
+            b->file->offset = offset;
+
+            if (n <= 0) {
+                return (size_t) -1;
+            }
+
+            body->pos = body->buf;
+            body->last = body->buf + n;
+            body->offset += n;
+            continue;
+        }
+
+        body->cl = body->cl->next;
+        body->offset = 0;
+    }
+}
+
+
+static ngx_int_t
+ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_http_prefix_route_ctx_t  *ctx = data;
+
+    time_t                         now;
+    uintptr_t                      m;
+    ngx_int_t                      rc;
+    ngx_uint_t                     i, n;
+    ngx_http_upstream_rr_peer_t   *best;
+    ngx_http_upstream_rr_peers_t  *peers;
+
+    if (ctx->status == NGX_HTTP_PREFIX_ROUTE_BYPASS) {
+        return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
+    }
+
+    ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->log, 0,
+                   "prefix_route: get peer, try: %ui", pc->tries);
+
+    pc->cached = 0;
+    pc->connection = NULL;
+
+    now = ngx_time();
+    peers = ctx->rrp.peers;
+
+    ngx_http_upstream_rr_peers_wlock(peers);
+
+    best = ngx_http_prefix_route_pick(ctx, peers, &i);
+
+    if (best == NULL) {
+        goto failed;
+    }
+
+    ctx->rrp.current = best;
+
+    n = i / (8 * sizeof(uintptr_t));
+    m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+
+    ctx->rrp.tried[n] |= m;
+
+    if (now - best->checked > best->fail_timeout) {
+        best->checked = now;
+    }
+
+    pc->sockaddr = best->sockaddr;
+    pc->socklen = best->socklen;
+    pc->name = &best->name;
+
+    best->conns++;
+
+    ngx_http_upstream_rr_peers_unlock(peers);
+
+    ngx_log_debug4(NGX_LOG_DEBUG_HTTP, pc->log, 0,
+                   "prefix_route: peer %V, %V, match %uz of %uz bytes",
+                   &best->name,
+                   &ngx_http_prefix_route_status_names[ctx->status],
+                   ctx->match, ctx->len);
+
+    return NGX_OK;
+
+failed:
+
+    if (peers->next) {
+
+        ngx_log_debug0(NGX_LOG_DEBUG_HTTP, pc->log, 0,
+                       "prefix_route: backup servers");
+
+        ctx->rrp.peers = peers->next;
+        ctx->backup = 1;
+
+        n = (ctx->rrp.peers->number + (8 * sizeof(uintptr_t) - 1))
+                / (8 * sizeof(uintptr_t));
+
+        for (i = 0; i < n; i++) {
+            ctx->rrp.tried[i] = 0;
+        }
+
+        ngx_http_upstream_rr_peers_unlock(peers);
+
+        rc = ngx_http_prefix_route_get_peer(pc, ctx);
+
+        if (rc != NGX_BUSY) {
+            return rc;
+        }
+
+        ngx_http_upstream_rr_peers_wlock(peers);
+    }
+
+    ngx_http_upstream_rr_peers_unlock(peers);
+
+    pc->name = peers->name;
+
+    return NGX_BUSY;
+}
+
+
+/*
+ * Chooses among the usable servers of "peers" (the primary or the backup
+ * list) by the cost model, charges the request's prefill work to the
+ * chosen one and records the prefix as held by it.  Returns the chosen
+ * server and its position in the list, or NULL when none is usable.  The
+ * caller holds the peers lock; the zone mutex is taken inside it.
+ */
+
+static ngx_http_upstream_rr_peer_t *
+ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
+    ngx_http_upstream_rr_peers_t *peers, ngx_uint_t *chosen)
+{
+    time_t                              now;
+    size_t                              longest;
+    uintptr_t                           m;
+    ngx_int_t                           k;
+    ngx_msec_t                          msec;
+    ngx_uint_t                          i, n, d;
+    ngx_slab_pool_t                    *shpool;
+    ngx_http_upstream_rr_peer_t        *peer, *best;
+    ngx_http_prefix_route_peer_t      **shared, *sp;
+    ngx_http_prefix_route_srv_conf_t   *prcf;
+    ngx_http_prefix_route_candidate_t  *c;
+
+    prcf = ctx->conf;
+    shared = prcf->shared[ctx->backup];
+    shpool = prcf->index.shpool;
+
+    now = ngx_time();
+    msec = ngx_current_msec;
+    longest = 0;
+
+    ngx_shmtx_lock(&shpool->mutex);
+
+    d = ngx_http_prefix_route_index_match(&prcf->index, ctx->hash,
+                                          ctx->nblocks, ctx->chain, shared,
+                                          peers->number, ctx->held);
+
+    for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+
+        c = &ctx->cand[i];
+
+        n = i / (8 * sizeof(uintptr_t));
+        m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+
+        /* the usability rules of round robin */
+
+        c->usable = !(ctx->rrp.tried[n] & m)
+                    && !peer->down
+                    && !(peer->max_fails
+                         && peer->fails >= peer->max_fails
+                         && now - peer->checked <= peer->fail_timeout)
+                    && !(peer->max_conns && peer->conns >= peer->max_conns);
+
+        c->match = ctx->held[i] * prcf->block;
+        c->weight = peer->weight;
+        c->rank = ngx_http_prefix_route_hash((u_char *) &prcf->id[ctx->backup][i],
+                                             sizeof(uint64_t), ctx->key);
+        sp = shared[i];
+
+        if (sp != NULL) {
+            c->queued = sp->queued;
+            c->recent = ngx_http_prefix_route_decay(sp->recent,
+                                                    msec - sp->recent_time,
+                                                    prcf->decay);
+
+        } else {
+            c->queued = 0;
+            c->recent = 0;
+        }
+
+        if (c->usable && c->match > longest) {
+            longest = c->match;
+        }
+    }
+
+    k = ngx_http_prefix_route_choose(ctx->cand, peers->number, ctx->len,
+                                     prcf->affinity, prcf->block);
+
+    if (k == NGX_ERROR) {
+        ngx_shmtx_unlock(&shpool->mutex);
+        return NULL;
+    }
+
+    for (best = peers->peer, i = 0; i < (ngx_uint_t) k; i++) {
+        best = best->next;
+    }
+
+    c = &ctx->cand[k];
+    sp = shared[k];
+
+    ctx->match = c->match;
+
+    if (c->match < longest) {
+        ctx->status = NGX_HTTP_PREFIX_ROUTE_SPILL;
+
+    } else if (c->match > 0) {
+        ctx->status = NGX_HTTP_PREFIX_ROUTE_HIT;
+
+    } else {
+        ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
+    }
+
+    if (sp != NULL) {
+        ctx->sent = sp;
+        ctx->uncached = (double) (ctx->len - c->match);
+        ctx->work = ctx->uncached + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST;
+
+        sp->queued += ctx->work;
+        sp->inflight++;
+        sp->requests++;
+
+        if (c->match) {
+            sp->hits++;
+        }
+
+        ngx_http_prefix_route_index_update(&prcf->index, ctx->hash,
+                                           ctx->nblocks, ctx->chain, d, sp,
+                                           prcf->capacity / prcf->block);
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    *chosen = k;
+
+    return best;
+}
+
+
+static void
+ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
+    ngx_uint_t state)
+{
+    ngx_http_prefix_route_ctx_t  *ctx = data;
+
+    ngx_msec_t                     msec;
+    ngx_slab_pool_t               *shpool;
+    ngx_http_prefix_route_peer_t  *sp;
+
+    sp = ctx->sent;
+
+    if (sp != NULL) {
+        shpool = ctx->conf->index.shpool;
+        msec = ngx_current_msec;
+
+        ngx_shmtx_lock(&shpool->mutex);
+
+        sp->queued -= ctx->work;
+
+        if (sp->queued < 0 || sp->inflight == 1) {
+            /* no rounding error outlives the requests */
+            sp->queued = 0;
+        }
+
+        sp->inflight--;
+
+        if (!(state & NGX_PEER_FAILED)) {
+            sp->recent = ngx_http_prefix_route_decay(sp->recent,
+                                                     msec - sp->recent_time,
+                                                     ctx->conf->decay)
+                         + ctx->uncached;
+            sp->recent_time = msec;
+        }
+
+        ngx_shmtx_unlock(&shpool->mutex);
+
+        ctx->sent = NULL;
+    }
+
+    ngx_http_upstream_free_round_robin_peer(pc, &ctx->rrp, state);
+}
+
+
+static ngx_int_t
+ngx_http_prefix_route_add_variables(ngx_conf_t *cf)
+{
+    ngx_http_variable_t  *var, *v;
+
+    for (v = ngx_http_prefix_route_vars; v->name.len; v++) {
+        var = ngx_http_add_variable(cf, &v->name, v->flags);
+        if (var == NULL) {
+            return NGX_ERROR;
+        }
+
+        var->get_handler = v->get_handler;
+        var->data = v->data;
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * $prefix_route_status: BYPASS, MISS, HIT or SPILL;
+ * $prefix_route_match: bytes of the prompt the chosen peer held;
+ * $prefix_route_length: bytes of canonical prompt considered.
+ * Not found in a request that did not go through a prefix_route upstream.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_variable(ngx_http_request_t *r,
+    ngx_http_variable_value_t *v, uintptr_t data)
+{
+    u_char                       *p;
+    ngx_str_t                    *s;
+    ngx_http_prefix_route_ctx_t  *ctx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_prefix_route_module);
+
+    if (ctx == NULL) {
+        v->not_found = 1;
+        return NGX_OK;
+    }
+
+    v->valid = 1;
+    v->no_cacheable = 1;
+    v->not_found = 0;
+
+    if (data == NGX_HTTP_PREFIX_ROUTE_VAR_STATUS) {
+        s = &ngx_http_prefix_route_status_names[ctx->status];
+        v->len = s->len;
+        v->data = s->data;
+        return NGX_OK;
+    }
+
+    p = ngx_pnalloc(r->pool, NGX_SIZE_T_LEN);
+    if (p == NULL) {
+        return NGX_ERROR;
+    }
+
+    v->len = ngx_sprintf(p, "%uz", (data == NGX_HTTP_PREFIX_ROUTE_VAR_MATCH)
+                                   ? ctx->match : ctx->len)
+             - p;
+    v->data = p;
+
+    return NGX_OK;
+}
+
+
+static void *
+ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
+{
+    ngx_http_prefix_route_srv_conf_t  *conf;
+
+    conf = ngx_pcalloc(cf->pool, sizeof(ngx_http_prefix_route_srv_conf_t));
+    if (conf == NULL) {
+        return NULL;
+    }
+
+    /*
+     * set by ngx_pcalloc():
+     *
+     *     conf->shm_zone = NULL;
+     *     conf->peers = NULL;
+     */
+
+    conf->block = 128;
+    conf->max_prefix = 65536;
+    conf->capacity = 2 * 1024 * 1024;
+    conf->affinity = 100;
+    conf->decay = 5000;
+
+    return conf;
+}
+
+
+/*
+ * prefix_route zone=name:size [block=size] [max_prefix=size]
+ *              [capacity=size] [affinity=number] [decay=time];
+ *
+ * Defaults and units are in README.md and docs/reference.md.
+ */
+
+static char *
+ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_prefix_route_srv_conf_t  *prcf = conf;
+
+    u_char                        *p;
+    ssize_t                        size;
+    ngx_str_t                     *value, name, s;
+    ngx_int_t                      n;
+    ngx_msec_t                     ms;
+    ngx_uint_t                     i;
+    ngx_http_upstream_srv_conf_t  *uscf;
+
+    uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
+
+    if (prcf->shm_zone != NULL) {
+        return "is duplicate";
+    }
+
+    if (uscf->servers && uscf->servers->nelts) {
+        return "must come before the \"server\" directives";
+    }
+
+    if (uscf->peer.init_upstream) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "load balancing method redefined");
+    }
+
+    value = cf->args->elts;
+    size = 0;
+    ngx_str_null(&name);
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
+
+            name.data = value[i].data + 5;
+
+            p = (u_char *) ngx_strchr(name.data, ':');
+
+            if (p == NULL) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid zone size in \"%V\", "
+                                   "expected zone=name:size", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            name.len = p - name.data;
+
+            s.data = p + 1;
+            s.len = value[i].data + value[i].len - s.data;
+
+            size = ngx_parse_size(&s);
+
+            if (name.len == 0 || size == NGX_ERROR) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid zone \"%V\", "
+                                   "expected zone=name:size", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            if (size < NGX_HTTP_PREFIX_ROUTE_MIN_ZONE) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "zone \"%V\" is too small, "
+                                   "prefix_route needs at least %uk",
+                                   &name,
+                                   (size_t) NGX_HTTP_PREFIX_ROUTE_MIN_ZONE
+                                   / 1024);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "block=", 6) == 0) {
+
+            s.data = value[i].data + 6;
+            s.len = value[i].len - 6;
+
+            n = ngx_parse_size(&s);
+
+            if (n < 16 || n > 65536) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid block size \"%V\", "
+                                   "it must be from 16 to 64k bytes",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            prcf->block = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_prefix=", 11) == 0) {
+
+            s.data = value[i].data + 11;
+            s.len = value[i].len - 11;
+
+            n = ngx_parse_size(&s);
+
+            if (n <= 0 || n > 16 * 1024 * 1024) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid max_prefix \"%V\", "
+                                   "it must be from 1 byte to 16m",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            prcf->max_prefix = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "capacity=", 9) == 0) {
+
+            s.data = value[i].data + 9;
+            s.len = value[i].len - 9;
+
+            n = ngx_parse_size(&s);
+
+            if (n == NGX_ERROR) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid capacity \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            prcf->capacity = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "affinity=", 9) == 0) {
+
+            n = ngx_atofp(value[i].data + 9, value[i].len - 9, 2);
+
+            if (n == NGX_ERROR || n > 1000) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid affinity \"%V\", "
+                                   "it must be a number from 0 to 10",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            prcf->affinity = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "decay=", 6) == 0) {
+
+            s.data = value[i].data + 6;
+            s.len = value[i].len - 6;
+
+            ms = ngx_parse_time(&s, 0);
+
+            if (ms == (ngx_msec_t) NGX_ERROR) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid decay \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            prcf->decay = ms;
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\"", &value[i]);
+        return NGX_CONF_ERROR;
+    }
+
+    if (name.len == 0) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"prefix_route\" must have "
+                           "the \"zone=name:size\" parameter");
+        return NGX_CONF_ERROR;
+    }
+
+    if (prcf->max_prefix < prcf->block) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "max_prefix=%uz is smaller than block=%uz",
+                           prcf->max_prefix, prcf->block);
+        return NGX_CONF_ERROR;
+    }
+
+    prcf->shm_zone = ngx_shared_memory_add(cf, &name, size,
+                                           &ngx_http_prefix_route_module);
+    if (prcf->shm_zone == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (prcf->shm_zone->data != NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "zone \"%V\" is already used by another "
+                           "prefix_route upstream", &name);
+        return NGX_CONF_ERROR;
+    }
+
+    prcf->shm_zone->init = ngx_http_prefix_route_init_zone;
+    prcf->shm_zone->data = prcf;
+
+    uscf->peer.init_upstream = ngx_http_prefix_route_init_upstream;
+
+    uscf->flags = NGX_HTTP_UPSTREAM_CREATE
+                  |NGX_HTTP_UPSTREAM_WEIGHT
+                  |NGX_HTTP_UPSTREAM_MAX_CONNS
+                  |NGX_HTTP_UPSTREAM_MAX_FAILS
+                  |NGX_HTTP_UPSTREAM_FAIL_TIMEOUT
+                  |NGX_HTTP_UPSTREAM_DOWN
+                  |NGX_HTTP_UPSTREAM_BACKUP;
+
+    return NGX_CONF_OK;
+}

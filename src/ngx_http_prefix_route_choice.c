@@ -1,0 +1,71 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <math.h>
+
+#include "ngx_http_prefix_route_choice.h"
+
+
+ngx_int_t
+ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
+    ngx_uint_t n, size_t len, ngx_uint_t affinity, size_t slack)
+{
+    double      credit, load, best;
+    ngx_int_t   chosen;
+    ngx_uint_t  i;
+
+    best = HUGE_VAL;
+
+    for (i = 0; i < n; i++) {
+
+        if (!c[i].usable) {
+            continue;
+        }
+
+        credit = (double) c[i].match * affinity / 100;
+        load = c[i].recent - credit;
+
+        if (load < 0) {
+            load = 0;
+        }
+
+        c[i].cost = (c[i].queued + load + (double) len - credit)
+                    / (c[i].weight > 0 ? c[i].weight : 1);
+
+        if (c[i].cost < best) {
+            best = c[i].cost;
+        }
+    }
+
+    chosen = NGX_ERROR;
+
+    for (i = 0; i < n; i++) {
+
+        if (!c[i].usable || c[i].cost > best + (double) slack) {
+            continue;
+        }
+
+        if (chosen == NGX_ERROR || c[i].rank > c[chosen].rank) {
+            chosen = i;
+        }
+    }
+
+    return chosen;
+}
+
+
+double
+ngx_http_prefix_route_decay(double work, ngx_msec_t elapsed,
+    ngx_msec_t half_life)
+{
+    if (half_life == 0) {
+        return 0;
+    }
+
+    return work * exp2(-(double) elapsed / half_life);
+}
