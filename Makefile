@@ -98,7 +98,7 @@ nginx-test: all
 test: unit-test nginx-test
 
 demo: all
-	./demo/run
+	NGINX_BIN=$(NGINX_BIN) bench/demo $(CURDIR)/$(MODULE)
 
 clean:
 	rm -rf $(BUILD) objs

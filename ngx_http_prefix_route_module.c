@@ -17,7 +17,7 @@
 
 /*
  * The smallest zone: the slab pool's own pages plus room for the index of
- * a few longest prompts (64k / 128-byte blocks x 128 bytes a block).
+ * the longest prompt (64k / 64-byte blocks x 128 bytes a block).
  */
 #define NGX_HTTP_PREFIX_ROUTE_MIN_ZONE      (128 * 1024)
 
@@ -74,6 +74,7 @@ typedef struct {
 
     ngx_http_prefix_route_entry_t     **chain;
     ngx_uint_t                         *held;        /* blocks per peer */
+    u_char                             *leaf;
     ngx_http_prefix_route_candidate_t  *cand;
 
     /* the attempt under way, charged to the peer's queued work */
@@ -414,11 +415,12 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ctx->chain = ngx_palloc(r->pool,
                             max * sizeof(ngx_http_prefix_route_entry_t *));
     ctx->held = ngx_palloc(r->pool, n * sizeof(ngx_uint_t));
+    ctx->leaf = ngx_pnalloc(r->pool, n);
     ctx->cand = ngx_palloc(r->pool,
                            n * sizeof(ngx_http_prefix_route_candidate_t));
 
     if (ctx->hash == NULL || ctx->chain == NULL || ctx->held == NULL
-        || ctx->cand == NULL)
+        || ctx->leaf == NULL || ctx->cand == NULL)
     {
         return;
     }
@@ -644,7 +646,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     d = ngx_http_prefix_route_index_match(&prcf->index, ctx->hash,
                                           ctx->nblocks, ctx->chain, shared,
-                                          peers->number, ctx->held);
+                                          peers->number, ctx->held,
+                                          ctx->leaf);
 
     for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
 
@@ -663,6 +666,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                     && !(peer->max_conns && peer->conns >= peer->max_conns);
 
         c->match = ctx->held[i] * prcf->block;
+        c->sticky = ctx->leaf[i];
         c->weight = peer->weight;
         c->rank = ngx_http_prefix_route_hash((u_char *) &prcf->id[ctx->backup][i],
                                              sizeof(uint64_t), ctx->key);
@@ -864,7 +868,7 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
      *     conf->peers = NULL;
      */
 
-    conf->block = 128;
+    conf->block = 64;
     conf->max_prefix = 65536;
     conf->capacity = 2 * 1024 * 1024;
     conf->affinity = 100;

@@ -28,7 +28,7 @@ ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
         }
 
         credit = (double) c[i].match * affinity / 100;
-        load = c[i].recent - credit;
+        load = c[i].sticky ? 0 : c[i].recent - credit;
 
         if (load < 0) {
             load = 0;

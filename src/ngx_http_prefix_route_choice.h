@@ -24,6 +24,8 @@ typedef struct {
     ngx_int_t       weight;     /* server weight, >= 1 */
     uint64_t        rank;       /* tie-break: hash of prefix key and name */
     unsigned        usable:1;   /* up, not tried, under max_conns */
+    unsigned        sticky:1;   /* it holds the prompt up to where an
+                                   earlier prompt ended: a conversation */
 
     double          cost;       /* set by ngx_http_prefix_route_choose() */
 } ngx_http_prefix_route_candidate_t;
@@ -34,14 +36,18 @@ typedef struct {
  * candidate, in bytes of prefill work divided by the server weight:
  *
  *     credit = affinity / 100 * match
- *     cost   = (queued + max(0, recent - credit) + len - credit) / weight
+ *     spread = sticky ? 0 : max(0, recent - credit)
+ *     cost   = (queued + spread + len - credit) / weight
  *
  * "queued" is the prefill queue the request waits behind; "len - credit"
  * is the part of the prompt the peer must compute (NVIDIA Dynamo's KV
- * router scores peers the same way).  Recent work that the peer did is a
- * load signal that spreads new prompts over idle peers, but the recent
- * work that built the matched prefix is no reason to leave the peer, so
- * the credit is taken off it as well (docs/design.md, "Choosing a peer").
+ * router scores peers the same way).  Recent work is a longer-term load
+ * signal that spreads new prompts, and new conversations behind a shared
+ * preamble, over idle peers; the recent work that built the matched prefix
+ * is no reason to leave a peer, so the credit is taken off it, and a peer
+ * that holds the conversation itself ("sticky") is not charged recent work
+ * at all, so that only queued work moves a conversation (docs/design.md,
+ * "Choosing a peer").
  * Candidates whose cost is within "slack" bytes of the lowest are equal;
  * the highest rank among them wins (rendezvous hashing).
  *

@@ -126,7 +126,7 @@ ngx_uint_t
 ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t n, ngx_http_prefix_route_entry_t **chain,
     ngx_http_prefix_route_peer_t **peers, ngx_uint_t npeers,
-    ngx_uint_t *match)
+    ngx_uint_t *match, u_char *leaf)
 {
     ngx_uint_t                       lo, hi, mid, i, k, found;
     ngx_http_prefix_route_entry_t   *e, *deepest;
@@ -134,6 +134,7 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
 
     for (i = 0; i < npeers; i++) {
         match[i] = 0;
+        leaf[i] = 0;
     }
 
     /*
@@ -185,6 +186,7 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
             for (i = 0; i < npeers; i++) {
                 if (peers[i] == h->peer && match[i] == 0) {
                     match[i] = k;
+                    leaf[i] = (e->children == 0);
                     found++;
                 }
             }

@@ -110,13 +110,16 @@ ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
  * Longest-prefix lookup of a chain of n block hashes.  Fills chain[0 .. d)
  * with the entries of the longest indexed prefix and returns d, in blocks;
  * O(log n) tree lookups plus a walk of d parent pointers.  Then, for each
- * of the npeers peers, match[i] is the number of leading blocks it holds.
- * The caller holds the zone mutex.
+ * of the npeers peers, match[i] is the number of leading blocks it holds,
+ * and leaf[i] is 1 when no longer prompt went on from the last of them:
+ * the prompt continues the one that peer last received there, as the next
+ * turn of a conversation does, rather than branching off a prefix shared
+ * with other prompts.  The caller holds the zone mutex.
  */
 ngx_uint_t ngx_http_prefix_route_index_match(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
     ngx_http_prefix_route_entry_t **chain, ngx_http_prefix_route_peer_t **peers,
-    ngx_uint_t npeers, ngx_uint_t *match);
+    ngx_uint_t npeers, ngx_uint_t *match, u_char *leaf);
 
 /*
  * Records that "peer" received the prefix of n blocks whose first d
