@@ -20,6 +20,7 @@ MODULE =        objs/ngx_http_prefix_route_module.so
 
 DEB_PACKAGES =  nginx nginx-dev libxxhash-dev libjansson-dev gcc make \
                 libtest-base-perl libtext-diff-perl libwww-perl \
+                libnginx-mod-http-echo \
                 curl perl
 
 SOURCES =       config ngx_http_prefix_route_module.c \
