@@ -148,7 +148,7 @@ sub reset_rand_ports () { %RandPorts = () }
 sub rand_port () {
     for (1 .. 1000) {
         my $port = 1985 + int rand 60000;
-        next if $port == $ServerPort || grep { $_ == $port } values %RandPorts;
+        next if $port == $ServerPort || grep { defined && $_ == $port } values %RandPorts;
         my $sock = IO::Socket::INET->new(LocalAddr => $ServerAddr,
                                          LocalPort => $port, Proto => 'tcp',
                                          Listen => 1)
