@@ -34,7 +34,8 @@ LD_OPT =        -Wl,-z,relro -Wl,-z,now -fPIC
 
 UNIT_TESTS =    $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(wildcard t/unit/*.c))
 UNIT_CFLAGS =   -g -O1 -W -Wall -Wpointer-arith -Wno-unused-parameter -Werror \
-                -I $(BUILD)/nginx/src/core -I $(BUILD)/nginx/src/os/unix \
+                -I $(BUILD)/nginx/src/core -I $(BUILD)/nginx/src/event \
+                -I $(BUILD)/nginx/src/os/unix \
                 -I $(BUILD)/nginx/objs -I src
 
 
@@ -59,7 +60,7 @@ deps:
 	        $$missing; \
 	fi
 
-$(BUILD)/nginx/Makefile: $(NGINX_SRC)/configure config
+$(BUILD)/nginx/objs/Makefile: $(NGINX_SRC)/configure config
 	rm -rf $(BUILD)/nginx
 	mkdir -p $(BUILD)
 	cp -r $(NGINX_SRC) $(BUILD)/nginx
@@ -73,19 +74,24 @@ $(BUILD)/nginx/Makefile: $(NGINX_SRC)/configure config
 $(NGINX_SRC)/configure:
 	@echo "no nginx source at NGINX_SRC=$(NGINX_SRC)"; exit 1
 
-$(MODULE): $(BUILD)/nginx/Makefile $(SOURCES)
+$(MODULE): $(BUILD)/nginx/objs/Makefile $(SOURCES)
 	$(MAKE) -C $(BUILD)/nginx -f objs/Makefile modules
 	mkdir -p objs
 	cp $(BUILD)/nginx/objs/ngx_http_prefix_route_module.so $@
 
-$(BUILD)/unit/%: t/unit/%.c src/*.c src/*.h $(BUILD)/nginx/Makefile
+$(BUILD)/unit/%: t/unit/%.c src/*.c src/*.h $(BUILD)/nginx/objs/Makefile
 	mkdir -p $(BUILD)/unit
 	$(CC) $(UNIT_CFLAGS) -o $@ $< src/ngx_http_prefix_route_prompt.c \
 	    src/ngx_http_prefix_route_hash.c src/ngx_http_prefix_route_choice.c \
 	    -ljansson -lxxhash -lm
 
+# prove exits 0 when it finds no test: that is a failure here
+PROVE =         set -o pipefail; prove
+
 unit-test: all $(UNIT_TESTS)
-	prove --exec '' $(UNIT_TESTS)
+	@test -n "$(UNIT_TESTS)" || { echo "no unit tests found"; exit 1; }
+	$(PROVE) --exec '' $(UNIT_TESTS) | tee $(BUILD)/unit.log
+	@! grep -q '^Result: NOTESTS' $(BUILD)/unit.log
 
 # The suite runs under the real Test::Nginx::Socket when it is installed,
 # else under the runner bundled in t/lib.
@@ -94,7 +100,8 @@ nginx-test: all
 	if perl -MTest::Nginx::Socket -e 1 2>/dev/null; then inc=""; fi; \
 	TEST_NGINX_BINARY=$(NGINX_BIN) \
 	TEST_NGINX_MODULE=$(CURDIR)/$(MODULE) \
-	prove $$inc t/
+	$(PROVE) $$inc t/ | tee $(BUILD)/nginx-test.log
+	@! grep -q '^Result: NOTESTS' $(BUILD)/nginx-test.log
 
 test: unit-test nginx-test
 

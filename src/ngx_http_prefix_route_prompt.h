@@ -24,7 +24,8 @@ typedef struct {
     size_t       size;    /* the prefix cap, bytes */
     size_t       len;     /* bytes written, <= size */
     size_t       key;     /* bytes up to the end of the first message that
-                             is not a system/developer one (tie-break key) */
+                             is not a system/developer one, or pr->len when
+                             there is none (tie-break key) */
     uint64_t     seed;    /* chain seed from model and cache_salt */
 } ngx_http_prefix_route_prompt_t;
 
@@ -34,8 +35,10 @@ typedef struct {
  * Completions, legacy Completions, Anthropic Messages or OpenAI Responses)
  * into pr->buf, stopping at pr->size bytes.  Returns NGX_OK when a prompt
  * was found (pr->len may still be 0 for an empty one) and NGX_DECLINED when
- * the body holds none of the four shapes.  Never allocates outside jansson;
- * never fails otherwise.
+ * the body holds none of the four shapes.  pr->buf then holds the
+ * canonical prompt cut to its first pr->size bytes; the walk stops once the
+ * buffer is full.  Never allocates outside jansson, and frees what jansson
+ * allocates before returning; never fails otherwise.
  */
 ngx_int_t ngx_http_prefix_route_prompt_build(json_t *root,
     ngx_http_prefix_route_prompt_t *pr);

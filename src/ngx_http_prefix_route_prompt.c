@@ -1,0 +1,629 @@
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <jansson.h>
+
+#include "ngx_http_prefix_route_hash.h"
+#include "ngx_http_prefix_route_prompt.h"
+
+
+/* the control bytes of the canonical form, see docs/design.md */
+#define NGX_HTTP_PREFIX_ROUTE_ESC   0x1b    /* escapes the next byte */
+#define NGX_HTTP_PREFIX_ROUTE_FS    0x1c    /* a JSON value follows */
+#define NGX_HTTP_PREFIX_ROUTE_GS    0x1d    /* a text part follows */
+#define NGX_HTTP_PREFIX_ROUTE_RS    0x1e    /* a segment starts */
+#define NGX_HTTP_PREFIX_ROUTE_US    0x1f    /* a field starts */
+
+/*
+ * Canonical JSON of a value; JSON_ENCODE_ANY lets scalars through and does
+ * not change the text of arrays and objects.
+ */
+#define NGX_HTTP_PREFIX_ROUTE_JSON                                            \
+    (JSON_COMPACT|JSON_SORT_KEYS|JSON_ENCODE_ANY)
+
+#define ngx_http_prefix_route_prompt_special(c)                               \
+    ((c) >= NGX_HTTP_PREFIX_ROUTE_ESC && (c) <= NGX_HTTP_PREFIX_ROUTE_US)
+
+
+/* the state of one walk over a request body */
+typedef struct {
+    ngx_http_prefix_route_prompt_t  *pr;
+    ngx_uint_t                       stop;     /* pr->buf is full */
+    ngx_uint_t                       keyed;    /* pr->key is set */
+} ngx_http_prefix_route_walk_t;
+
+
+static void ngx_http_prefix_route_prompt_chat(ngx_http_prefix_route_walk_t *w,
+    json_t *root, json_t *messages);
+static void ngx_http_prefix_route_prompt_legacy(
+    ngx_http_prefix_route_walk_t *w, json_t *prompt);
+static void ngx_http_prefix_route_prompt_responses(
+    ngx_http_prefix_route_walk_t *w, json_t *root);
+static void ngx_http_prefix_route_prompt_tools(ngx_http_prefix_route_walk_t *w,
+    json_t *root, char *name);
+static void ngx_http_prefix_route_prompt_message(
+    ngx_http_prefix_route_walk_t *w, json_t *msg);
+static void ngx_http_prefix_route_prompt_item(ngx_http_prefix_route_walk_t *w,
+    json_t *item);
+static void ngx_http_prefix_route_prompt_segment(
+    ngx_http_prefix_route_walk_t *w, char *role, json_t *v, ngx_uint_t parts);
+static void ngx_http_prefix_route_prompt_name(ngx_http_prefix_route_walk_t *w,
+    json_t *v, char *dflt);
+static void ngx_http_prefix_route_prompt_field(
+    ngx_http_prefix_route_walk_t *w, u_char tag, json_t *v, ngx_uint_t parts);
+static void ngx_http_prefix_route_prompt_part(ngx_http_prefix_route_walk_t *w,
+    json_t *part);
+static void ngx_http_prefix_route_prompt_value(
+    ngx_http_prefix_route_walk_t *w, json_t *v);
+static int ngx_http_prefix_route_prompt_dump(const char *buffer, size_t size,
+    void *data);
+static void ngx_http_prefix_route_prompt_string(
+    ngx_http_prefix_route_walk_t *w, json_t *s);
+static void ngx_http_prefix_route_prompt_text(ngx_http_prefix_route_walk_t *w,
+    u_char *p, size_t len);
+static void ngx_http_prefix_route_prompt_byte(ngx_http_prefix_route_walk_t *w,
+    u_char c);
+static void ngx_http_prefix_route_prompt_key(ngx_http_prefix_route_walk_t *w);
+static json_t *ngx_http_prefix_route_prompt_get(json_t *obj, const char *key);
+static ngx_uint_t ngx_http_prefix_route_prompt_eq(json_t *v, char *s);
+static uint64_t ngx_http_prefix_route_prompt_seed(json_t *root);
+static char *ngx_http_prefix_route_prompt_bytes(json_t *v, u_char **p,
+    size_t *len);
+
+
+ngx_int_t
+ngx_http_prefix_route_prompt_build(json_t *root,
+    ngx_http_prefix_route_prompt_t *pr)
+{
+    json_t                        *input, *instructions, *messages, *prompt;
+    ngx_http_prefix_route_walk_t   w;
+
+    pr->len = 0;
+    pr->key = 0;
+    pr->seed = 0;
+
+    if (!json_is_object(root)) {
+        return NGX_DECLINED;
+    }
+
+    w.pr = pr;
+    w.stop = (pr->size == 0);
+    w.keyed = 0;
+
+    messages = ngx_http_prefix_route_prompt_get(root, "messages");
+    prompt = ngx_http_prefix_route_prompt_get(root, "prompt");
+    input = ngx_http_prefix_route_prompt_get(root, "input");
+    instructions = ngx_http_prefix_route_prompt_get(root, "instructions");
+
+    if (messages != NULL) {
+
+        if (!json_is_array(messages)) {
+            return NGX_DECLINED;
+        }
+
+        /* OpenAI Chat Completions and Anthropic Messages */
+        ngx_http_prefix_route_prompt_chat(&w, root, messages);
+
+    } else if (prompt != NULL) {
+        ngx_http_prefix_route_prompt_legacy(&w, prompt);
+
+    } else if (input != NULL || instructions != NULL) {
+        ngx_http_prefix_route_prompt_responses(&w, root);
+
+    } else {
+        return NGX_DECLINED;
+    }
+
+    if (!w.keyed) {
+        pr->key = pr->len;
+    }
+
+    pr->seed = ngx_http_prefix_route_prompt_seed(root);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_prefix_route_prompt_chat(ngx_http_prefix_route_walk_t *w,
+    json_t *root, json_t *messages)
+{
+    json_t  *system;
+    size_t   i, n;
+
+    ngx_http_prefix_route_prompt_tools(w, root, "tools");
+    ngx_http_prefix_route_prompt_tools(w, root, "functions");
+
+    /*
+     * Anthropic keeps the system prompt out of the message list; an OpenAI
+     * body has no top-level "system", so one walk serves both shapes
+     */
+
+    system = ngx_http_prefix_route_prompt_get(root, "system");
+
+    if (system != NULL) {
+        ngx_http_prefix_route_prompt_segment(w, "system", system, 1);
+    }
+
+    n = json_array_size(messages);
+
+    for (i = 0; i < n && !w->stop; i++) {
+        ngx_http_prefix_route_prompt_message(w, json_array_get(messages, i));
+    }
+}
+
+
+static void
+ngx_http_prefix_route_prompt_legacy(ngx_http_prefix_route_walk_t *w,
+    json_t *prompt)
+{
+    size_t  i, n;
+
+    if (!json_is_array(prompt)) {
+        ngx_http_prefix_route_prompt_segment(w, "prompt", prompt, 0);
+        ngx_http_prefix_route_prompt_key(w);
+        return;
+    }
+
+    n = json_array_size(prompt);
+
+    for (i = 0; i < n && !w->stop; i++) {
+        ngx_http_prefix_route_prompt_segment(w, "prompt",
+                                             json_array_get(prompt, i), 0);
+        ngx_http_prefix_route_prompt_key(w);
+    }
+}
+
+
+static void
+ngx_http_prefix_route_prompt_responses(ngx_http_prefix_route_walk_t *w,
+    json_t *root)
+{
+    json_t  *input, *instructions;
+    size_t   i, n;
+
+    ngx_http_prefix_route_prompt_tools(w, root, "tools");
+
+    /* the instructions play the part of the system message */
+
+    instructions = ngx_http_prefix_route_prompt_get(root, "instructions");
+
+    if (instructions != NULL) {
+        ngx_http_prefix_route_prompt_segment(w, "system", instructions, 1);
+    }
+
+    input = ngx_http_prefix_route_prompt_get(root, "input");
+
+    if (input == NULL) {
+        return;
+    }
+
+    if (!json_is_array(input)) {
+        ngx_http_prefix_route_prompt_segment(w, "user", input, 0);
+        ngx_http_prefix_route_prompt_key(w);
+        return;
+    }
+
+    n = json_array_size(input);
+
+    for (i = 0; i < n && !w->stop; i++) {
+        ngx_http_prefix_route_prompt_item(w, json_array_get(input, i));
+    }
+}
+
+
+static void
+ngx_http_prefix_route_prompt_tools(ngx_http_prefix_route_walk_t *w,
+    json_t *root, char *name)
+{
+    json_t  *v;
+
+    v = ngx_http_prefix_route_prompt_get(root, name);
+
+    if (v == NULL) {
+        return;
+    }
+
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_RS);
+    ngx_http_prefix_route_prompt_text(w, (u_char *) name, ngx_strlen(name));
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_US);
+    ngx_http_prefix_route_prompt_byte(w, 'c');
+    ngx_http_prefix_route_prompt_value(w, v);
+}
+
+
+static void
+ngx_http_prefix_route_prompt_message(ngx_http_prefix_route_walk_t *w,
+    json_t *msg)
+{
+    json_t  *role, *v;
+
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_RS);
+
+    if (!json_is_object(msg)) {
+        ngx_http_prefix_route_prompt_value(w, msg);
+        ngx_http_prefix_route_prompt_key(w);
+        return;
+    }
+
+    role = ngx_http_prefix_route_prompt_get(msg, "role");
+
+    ngx_http_prefix_route_prompt_name(w, role, NULL);
+
+    v = ngx_http_prefix_route_prompt_get(msg, "name");
+    if (v != NULL) {
+        ngx_http_prefix_route_prompt_field(w, 'n', v, 0);
+    }
+
+    v = ngx_http_prefix_route_prompt_get(msg, "content");
+    if (v != NULL) {
+        ngx_http_prefix_route_prompt_field(w, 'c', v, 1);
+    }
+
+    v = ngx_http_prefix_route_prompt_get(msg, "tool_calls");
+    if (v != NULL) {
+        ngx_http_prefix_route_prompt_field(w, 't', v, 0);
+    }
+
+    v = ngx_http_prefix_route_prompt_get(msg, "tool_call_id");
+    if (v != NULL) {
+        ngx_http_prefix_route_prompt_field(w, 'i', v, 0);
+    }
+
+    if (!ngx_http_prefix_route_prompt_eq(role, "system")
+        && !ngx_http_prefix_route_prompt_eq(role, "developer"))
+    {
+        ngx_http_prefix_route_prompt_key(w);
+    }
+}
+
+
+static void
+ngx_http_prefix_route_prompt_item(ngx_http_prefix_route_walk_t *w,
+    json_t *item)
+{
+    json_t  *type;
+
+    if (!json_is_object(item)
+        || ngx_http_prefix_route_prompt_get(item, "role") != NULL)
+    {
+        ngx_http_prefix_route_prompt_message(w, item);
+        return;
+    }
+
+    /* function_call, function_call_output, reasoning... */
+
+    type = ngx_http_prefix_route_prompt_get(item, "type");
+
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_RS);
+    ngx_http_prefix_route_prompt_name(w, type, "item");
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_US);
+    ngx_http_prefix_route_prompt_byte(w, 'c');
+    ngx_http_prefix_route_prompt_value(w, item);
+    ngx_http_prefix_route_prompt_key(w);
+}
+
+
+static void
+ngx_http_prefix_route_prompt_segment(ngx_http_prefix_route_walk_t *w,
+    char *role, json_t *v, ngx_uint_t parts)
+{
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_RS);
+    ngx_http_prefix_route_prompt_text(w, (u_char *) role, ngx_strlen(role));
+    ngx_http_prefix_route_prompt_field(w, 'c', v, parts);
+}
+
+
+static void
+ngx_http_prefix_route_prompt_name(ngx_http_prefix_route_walk_t *w, json_t *v,
+    char *dflt)
+{
+    if (json_is_string(v)) {
+        ngx_http_prefix_route_prompt_string(w, v);
+        return;
+    }
+
+    if (v == NULL && dflt != NULL) {
+        ngx_http_prefix_route_prompt_text(w, (u_char *) dflt,
+                                          ngx_strlen(dflt));
+        return;
+    }
+
+    /* a missing role is written as the JSON null it amounts to */
+
+    ngx_http_prefix_route_prompt_value(w, v != NULL ? v : json_null());
+}
+
+
+static void
+ngx_http_prefix_route_prompt_field(ngx_http_prefix_route_walk_t *w,
+    u_char tag, json_t *v, ngx_uint_t parts)
+{
+    size_t  i, n;
+
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_US);
+    ngx_http_prefix_route_prompt_byte(w, tag);
+
+    if (json_is_string(v)) {
+        ngx_http_prefix_route_prompt_string(w, v);
+        return;
+    }
+
+    if (!parts || !json_is_array(v)) {
+        ngx_http_prefix_route_prompt_value(w, v);
+        return;
+    }
+
+    n = json_array_size(v);
+
+    for (i = 0; i < n && !w->stop; i++) {
+        ngx_http_prefix_route_prompt_part(w, json_array_get(v, i));
+    }
+}
+
+
+static void
+ngx_http_prefix_route_prompt_part(ngx_http_prefix_route_walk_t *w,
+    json_t *part)
+{
+    json_t  *text, *type;
+
+    if (json_is_object(part)) {
+        type = json_object_get(part, "type");
+        text = json_object_get(part, "text");
+
+        if (json_is_string(text)
+            && (ngx_http_prefix_route_prompt_eq(type, "text")
+                || ngx_http_prefix_route_prompt_eq(type, "input_text")
+                || ngx_http_prefix_route_prompt_eq(type, "output_text")))
+        {
+            ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_GS);
+            ngx_http_prefix_route_prompt_string(w, text);
+            return;
+        }
+    }
+
+    /* images, audio, files, tool use and results count by identity */
+
+    ngx_http_prefix_route_prompt_value(w, part);
+}
+
+
+static void
+ngx_http_prefix_route_prompt_value(ngx_http_prefix_route_walk_t *w, json_t *v)
+{
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_FS);
+
+    if (w->stop) {
+        /* do not serialise a value that would be cut anyway */
+        return;
+    }
+
+    /*
+     * jansson hands the text over in pieces and gives up as soon as the
+     * callback refuses one, so a huge part is neither serialised in full
+     * nor allocated; whatever jansson allocates for the walk (the parents
+     * set, sorted key arrays) it releases on every path
+     */
+
+    if (json_dump_callback(v, ngx_http_prefix_route_prompt_dump, w,
+                           NGX_HTTP_PREFIX_ROUTE_JSON)
+        != 0)
+    {
+        /*
+         * the buffer is full, or jansson failed (out of memory): either
+         * way what was written is a prefix of the canonical form
+         */
+        w->stop = 1;
+    }
+}
+
+
+static int
+ngx_http_prefix_route_prompt_dump(const char *buffer, size_t size, void *data)
+{
+    ngx_http_prefix_route_walk_t  *w;
+
+    w = data;
+
+    ngx_http_prefix_route_prompt_text(w, (u_char *) buffer, size);
+
+    return w->stop ? -1 : 0;
+}
+
+
+static void
+ngx_http_prefix_route_prompt_string(ngx_http_prefix_route_walk_t *w,
+    json_t *s)
+{
+    /* the body is parsed with JSON_ALLOW_NUL: a string may hold NUL */
+
+    ngx_http_prefix_route_prompt_text(w, (u_char *) json_string_value(s),
+                                      json_string_length(s));
+}
+
+
+static void
+ngx_http_prefix_route_prompt_text(ngx_http_prefix_route_walk_t *w, u_char *p,
+    size_t len)
+{
+    size_t                           n;
+    u_char                          *last, *q;
+    ngx_http_prefix_route_prompt_t  *pr;
+
+    pr = w->pr;
+    last = p + len;
+
+    while (p < last && !w->stop) {
+
+        /* copy the run of plain bytes that still fits */
+
+        n = ngx_min((size_t) (last - p), pr->size - pr->len);
+
+        for (q = p; q < p + n; q++) {
+            if (ngx_http_prefix_route_prompt_special(*q)) {
+                break;
+            }
+        }
+
+        ngx_memcpy(pr->buf + pr->len, p, q - p);
+        pr->len += q - p;
+        p = q;
+
+        if (pr->len == pr->size) {
+            w->stop = 1;
+            return;
+        }
+
+        if (p < last) {
+            /* a byte the format reserves */
+            ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_ESC);
+            ngx_http_prefix_route_prompt_byte(w, *p | 0x40);
+            p++;
+        }
+    }
+}
+
+
+static void
+ngx_http_prefix_route_prompt_byte(ngx_http_prefix_route_walk_t *w, u_char c)
+{
+    ngx_http_prefix_route_prompt_t  *pr;
+
+    if (w->stop) {
+        return;
+    }
+
+    pr = w->pr;
+
+    pr->buf[pr->len++] = c;
+
+    if (pr->len == pr->size) {
+        w->stop = 1;
+    }
+}
+
+
+static void
+ngx_http_prefix_route_prompt_key(ngx_http_prefix_route_walk_t *w)
+{
+    /* the end of the first segment that is not a system one */
+
+    if (!w->keyed) {
+        w->pr->key = w->pr->len;
+        w->keyed = 1;
+    }
+}
+
+
+static json_t *
+ngx_http_prefix_route_prompt_get(json_t *obj, const char *key)
+{
+    json_t  *v;
+
+    /* a member set to null counts as absent */
+
+    v = json_object_get(obj, key);
+
+    if (v == NULL || json_is_null(v)) {
+        return NULL;
+    }
+
+    return v;
+}
+
+
+static ngx_uint_t
+ngx_http_prefix_route_prompt_eq(json_t *v, char *s)
+{
+    size_t  len;
+
+    if (!json_is_string(v)) {
+        return 0;
+    }
+
+    len = ngx_strlen(s);
+
+    return json_string_length(v) == len
+           && ngx_memcmp(json_string_value(v), s, len) == 0;
+}
+
+
+static uint64_t
+ngx_http_prefix_route_prompt_seed(json_t *root)
+{
+    char         *model_json, *salt_json;
+    size_t        model_len, salt_len;
+    u_char       *model, *salt;
+    uint64_t      seed;
+    json_free_t   free_fn;
+
+    model_json = ngx_http_prefix_route_prompt_bytes(
+                     ngx_http_prefix_route_prompt_get(root, "model"),
+                     &model, &model_len);
+
+    if (model == NULL) {
+        model = (u_char *) "";
+        model_len = 0;
+    }
+
+    salt_json = ngx_http_prefix_route_prompt_bytes(
+                    ngx_http_prefix_route_prompt_get(root, "cache_salt"),
+                    &salt, &salt_len);
+
+    seed = ngx_http_prefix_route_hash_seed(model, model_len, salt, salt_len);
+
+    json_get_alloc_funcs(NULL, &free_fn);
+
+    if (model_json != NULL) {
+        free_fn(model_json);
+    }
+
+    if (salt_json != NULL) {
+        free_fn(salt_json);
+    }
+
+    return seed;
+}
+
+
+static char *
+ngx_http_prefix_route_prompt_bytes(json_t *v, u_char **p, size_t *len)
+{
+    char  *s;
+
+    /*
+     * The bytes of a string, or the canonical JSON of another value, which
+     * is returned to be freed; *p is NULL for an absent value.
+     */
+
+    if (v == NULL) {
+        *p = NULL;
+        *len = 0;
+        return NULL;
+    }
+
+    if (json_is_string(v)) {
+        *p = (u_char *) json_string_value(v);
+        *len = json_string_length(v);
+        return NULL;
+    }
+
+    s = json_dumps(v, NGX_HTTP_PREFIX_ROUTE_JSON);
+
+    if (s == NULL) {
+        /* out of memory: present, but without a text */
+        *p = (u_char *) "";
+        *len = 0;
+        return NULL;
+    }
+
+    *p = (u_char *) s;
+    *len = ngx_strlen(s);
+
+    return s;
+}

@@ -1,0 +1,982 @@
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+/*
+ * Unit test of the canonical prompt (src/ngx_http_prefix_route_prompt.c),
+ * TAP output.  Request bodies and expected JSON are written with ' for "
+ * to keep them readable; test_quote() turns them back.  The expected bytes
+ * are spelled out with the control bytes of docs/design.md.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <jansson.h>
+#include <stdio.h>
+
+#include "ngx_http_prefix_route_hash.h"
+#include "ngx_http_prefix_route_prompt.h"
+
+
+#define ESC  "\x1b"
+#define FS   "\x1c"
+#define GS   "\x1d"
+#define RS   "\x1e"
+#define US   "\x1f"
+
+#define TEST_SIZE   8192
+#define TEST_CANARY 0xa5
+
+#define test_is(name, json, expect)                                           \
+    test_bytes(name, json, expect, sizeof(expect) - 1)
+#define test_key(name, json, key)                                             \
+    test_key_at(name, json, sizeof(key) - 1)
+#define test_seed(name, json, model)                                          \
+    test_seed_is(name, json, (u_char *) model, sizeof(model) - 1, NULL, 0)
+#define test_seed_salt(name, json, model, salt)                               \
+    test_seed_is(name, json, (u_char *) model, sizeof(model) - 1,             \
+                 (u_char *) salt, sizeof(salt) - 1)
+
+
+typedef struct {
+    ngx_int_t   rc;
+    size_t      len;
+    size_t      key;
+    size_t      leaked;     /* jansson bytes still held after the call */
+    size_t      biggest;    /* largest jansson allocation during the call */
+    ngx_uint_t  allocs;     /* jansson allocations during the call */
+    uint64_t    seed;
+    u_char      buf[TEST_SIZE + 16];
+} test_out_t;
+
+
+static void *test_malloc(size_t size);
+static void test_free(void *p);
+static void test_quote(u_char *dst, const char *src, size_t len);
+static void test_build(const char *json, size_t size, test_out_t *out);
+static void test_build_json(json_t *root, size_t size, test_out_t *out);
+static void test_ok(ngx_uint_t ok, const char *name);
+static void test_show(const char *label, u_char *p, size_t len);
+static void test_bytes(const char *name, const char *json, const char *expect,
+    size_t len);
+static void test_key_at(const char *name, const char *json, size_t key);
+static void test_differ(const char *name, const char *json1,
+    const char *json2);
+static void test_prefix(const char *name, const char *json1,
+    const char *json2);
+static void test_declined(const char *name, const char *json);
+static void test_seed_is(const char *name, const char *json, u_char *model,
+    size_t model_len, u_char *salt, size_t salt_len);
+static void test_cap(const char *name, const char *json);
+static ngx_uint_t test_count(test_out_t *out, u_char c);
+
+
+static ngx_uint_t  test_n;
+static ngx_uint_t  test_failed;
+static ngx_uint_t  test_allocs;
+static size_t      test_live;
+static size_t      test_biggest;
+
+
+static void *
+test_malloc(size_t size)
+{
+    u_char  *p;
+
+    p = malloc(size + sizeof(size_t));
+    if (p == NULL) {
+        return NULL;
+    }
+
+    *(size_t *) p = size;
+
+    test_live += size;
+    test_allocs++;
+
+    if (size > test_biggest) {
+        test_biggest = size;
+    }
+
+    return p + sizeof(size_t);
+}
+
+
+static void
+test_free(void *p)
+{
+    u_char  *base;
+
+    if (p == NULL) {
+        return;
+    }
+
+    base = (u_char *) p - sizeof(size_t);
+    test_live -= *(size_t *) base;
+
+    free(base);
+}
+
+
+static void
+test_quote(u_char *dst, const char *src, size_t len)
+{
+    size_t  i;
+
+    for (i = 0; i < len; i++) {
+        dst[i] = (src[i] == '\'') ? '"' : (u_char) src[i];
+    }
+}
+
+
+static void
+test_build(const char *json, size_t size, test_out_t *out)
+{
+    json_t        *root;
+    size_t         len;
+    json_error_t   err;
+    u_char         text[TEST_SIZE];
+
+    len = ngx_strlen(json);
+
+    if (len > sizeof(text)) {
+        printf("Bail out! test body too long\n");
+        exit(255);
+    }
+
+    test_quote(text, json, len);
+
+    root = json_loadb((char *) text, len, JSON_ALLOW_NUL, &err);
+    if (root == NULL) {
+        printf("Bail out! bad test body: %s: %s\n", err.text, json);
+        exit(255);
+    }
+
+    test_build_json(root, size, out);
+
+    json_decref(root);
+}
+
+
+static void
+test_build_json(json_t *root, size_t size, test_out_t *out)
+{
+    size_t                          live;
+    ngx_http_prefix_route_prompt_t  pr;
+
+    ngx_memset(out->buf, TEST_CANARY, sizeof(out->buf));
+
+    pr.buf = out->buf;
+    pr.size = size;
+    pr.len = 12345;
+    pr.key = 12345;
+    pr.seed = 0;
+
+    live = test_live;
+    test_biggest = 0;
+    test_allocs = 0;
+
+    out->rc = ngx_http_prefix_route_prompt_build(root, &pr);
+
+    out->leaked = test_live - live;
+    out->biggest = test_biggest;
+    out->allocs = test_allocs;
+    out->len = pr.len;
+    out->key = pr.key;
+    out->seed = pr.seed;
+
+    if (out->buf[size] != TEST_CANARY) {
+        printf("Bail out! wrote past the prefix cap of %d bytes\n", (int) size);
+        exit(255);
+    }
+}
+
+
+static void
+test_ok(ngx_uint_t ok, const char *name)
+{
+    test_n++;
+
+    if (!ok) {
+        test_failed++;
+    }
+
+    printf("%sok %d - %s\n", ok ? "" : "not ", (int) test_n, name);
+}
+
+
+static void
+test_show(const char *label, u_char *p, size_t len)
+{
+    size_t  i;
+
+    printf("#   %s (%d bytes): ", label, (int) len);
+
+    for (i = 0; i < len; i++) {
+        switch (p[i]) {
+        case 0x1b:
+            printf("<ESC>");
+            break;
+        case 0x1c:
+            printf("<FS>");
+            break;
+        case 0x1d:
+            printf("<GS>");
+            break;
+        case 0x1e:
+            printf("<RS>");
+            break;
+        case 0x1f:
+            printf("<US>");
+            break;
+        default:
+            if (p[i] < 0x20 || p[i] >= 0x7f) {
+                printf("\\x%02x", p[i]);
+
+            } else {
+                putchar(p[i]);
+            }
+        }
+    }
+
+    putchar('\n');
+}
+
+
+static void
+test_bytes(const char *name, const char *json, const char *expect,
+    size_t len)
+{
+    test_out_t  out;
+    u_char      want[TEST_SIZE];
+
+    test_quote(want, expect, len);
+    test_build(json, TEST_SIZE, &out);
+
+    test_ok(out.rc == NGX_OK && out.len == len && out.leaked == 0
+            && ngx_memcmp(out.buf, want, len) == 0, name);
+
+    if (out.rc != NGX_OK || out.len != len
+        || ngx_memcmp(out.buf, want, len) != 0)
+    {
+        printf("#   rc %d\n", (int) out.rc);
+        test_show("got", out.buf, out.len);
+        test_show("expected", want, len);
+    }
+
+    if (out.leaked) {
+        printf("#   %d bytes of jansson memory leaked\n", (int) out.leaked);
+    }
+}
+
+
+static void
+test_key_at(const char *name, const char *json, size_t key)
+{
+    test_out_t  out;
+
+    test_build(json, TEST_SIZE, &out);
+
+    test_ok(out.rc == NGX_OK && out.key == key, name);
+
+    if (out.key != key) {
+        printf("#   key %d, expected %d\n", (int) out.key, (int) key);
+    }
+}
+
+
+static void
+test_differ(const char *name, const char *json1, const char *json2)
+{
+    test_out_t  out1, out2;
+
+    test_build(json1, TEST_SIZE, &out1);
+    test_build(json2, TEST_SIZE, &out2);
+
+    test_ok(out1.rc == NGX_OK && out2.rc == NGX_OK
+            && (out1.len != out2.len
+                || ngx_memcmp(out1.buf, out2.buf, out1.len) != 0), name);
+}
+
+
+static void
+test_prefix(const char *name, const char *json1, const char *json2)
+{
+    test_out_t  out1, out2;
+
+    /* json1's form is a strict prefix of json2's, with the same key */
+
+    test_build(json1, TEST_SIZE, &out1);
+    test_build(json2, TEST_SIZE, &out2);
+
+    test_ok(out1.rc == NGX_OK && out2.rc == NGX_OK
+            && out1.len > 0 && out1.len < out2.len
+            && ngx_memcmp(out1.buf, out2.buf, out1.len) == 0
+            && out1.key == out2.key && out1.seed == out2.seed, name);
+
+    if (out1.len >= out2.len
+        || ngx_memcmp(out1.buf, out2.buf, out1.len) != 0)
+    {
+        test_show("shorter", out1.buf, out1.len);
+        test_show("longer", out2.buf, out2.len);
+    }
+}
+
+
+static void
+test_declined(const char *name, const char *json)
+{
+    test_out_t  out;
+
+    test_build(json, TEST_SIZE, &out);
+
+    test_ok(out.rc == NGX_DECLINED && out.len == 0 && out.leaked == 0, name);
+}
+
+
+static void
+test_seed_is(const char *name, const char *json, u_char *model,
+    size_t model_len, u_char *salt, size_t salt_len)
+{
+    uint64_t    seed;
+    test_out_t  out;
+    u_char      m[256], s[256];
+
+    test_quote(m, (char *) model, model_len);
+
+    if (salt != NULL) {
+        test_quote(s, (char *) salt, salt_len);
+    }
+
+    seed = ngx_http_prefix_route_hash_seed(m, model_len,
+                                           salt == NULL ? NULL : s, salt_len);
+
+    test_build(json, TEST_SIZE, &out);
+
+    test_ok(out.rc == NGX_OK && out.seed == seed && out.leaked == 0, name);
+}
+
+
+static void
+test_cap(const char *name, const char *json)
+{
+    size_t      size;
+    ngx_uint_t  ok;
+    test_out_t  full, out;
+
+    /*
+     * for every cap: exactly the first "cap" bytes of the uncapped form,
+     * nothing written past them, the key cut the same way, no leak
+     */
+
+    test_build(json, TEST_SIZE, &full);
+
+    ok = (full.rc == NGX_OK && full.len > 0 && full.len < TEST_SIZE);
+
+    for (size = 0; ok && size <= full.len + 2; size++) {
+        test_build(json, size, &out);
+
+        ok = out.rc == NGX_OK
+             && out.len == ngx_min(size, full.len)
+             && ngx_memcmp(out.buf, full.buf, out.len) == 0
+             && out.key == ngx_min(full.key, out.len)
+             && out.seed == full.seed
+             && out.leaked == 0;
+
+        if (!ok) {
+            printf("#   cap %d: len %d key %d\n",
+                   (int) size, (int) out.len, (int) out.key);
+        }
+    }
+
+    test_ok(ok, name);
+}
+
+
+static ngx_uint_t
+test_count(test_out_t *out, u_char c)
+{
+    size_t      i;
+    ngx_uint_t  n;
+
+    n = 0;
+
+    for (i = 0; i < out->len; i++) {
+        if (out->buf[i] == c) {
+            n++;
+        }
+    }
+
+    return n;
+}
+
+
+int
+main(void)
+{
+    json_t      *root, *v, *part;
+    size_t       i;
+    u_char      *big;
+    test_out_t   out, out2;
+    u_char       want[TEST_SIZE];
+
+    json_set_alloc_funcs(test_malloc, test_free);
+
+    /* the four API shapes */
+
+    test_is("chat: system, user, assistant messages",
+            "{'model':'m','messages':[{'role':'system','content':'S'},"
+            "{'role':'user','content':'hi'},"
+            "{'role':'assistant','content':'yo'}]}",
+            RS "system" US "c" "S" RS "user" US "c" "hi"
+            RS "assistant" US "c" "yo");
+
+    test_is("chat: tools, then functions, then the messages",
+            "{'messages':[{'role':'user','content':'q'}],"
+            "'functions':[{'name':'g'}],'tool_choice':'auto',"
+            "'tools':[{'type':'function','function':{'name':'f',"
+            "'parameters':{'b':1,'a':2}}}]}",
+            RS "tools" US "c" FS "[{'function':{'name':'f','parameters':"
+            "{'a':2,'b':1}},'type':'function'}]"
+            RS "functions" US "c" FS "[{'name':'g'}]"
+            RS "user" US "c" "q");
+
+    test_differ("chat: other tools, other prompt",
+                "{'tools':[{'type':'function','function':{'name':'f'}}],"
+                "'messages':[{'role':'user','content':'q'}]}",
+                "{'tools':[{'type':'function','function':{'name':'g'}}],"
+                "'messages':[{'role':'user','content':'q'}]}");
+
+    test_is("anthropic: tools, system blocks, content blocks",
+            "{'model':'claude','max_tokens':10,"
+            "'system':[{'type':'text','text':'Be brief',"
+            "'cache_control':{'type':'ephemeral'}}],"
+            "'tools':[{'name':'f','input_schema':{}}],"
+            "'messages':[{'role':'user','content':[{'type':'text',"
+            "'text':'hi'},{'type':'image','source':{'type':'url',"
+            "'url':'http://i/1.png'}}]},"
+            "{'role':'assistant','content':[{'type':'tool_use','id':'t1',"
+            "'name':'f','input':{'x':1}}]},"
+            "{'role':'user','content':[{'type':'tool_result',"
+            "'tool_use_id':'t1','content':'42'}]}]}",
+            RS "tools" US "c" FS "[{'input_schema':{},'name':'f'}]"
+            RS "system" US "c" GS "Be brief"
+            RS "user" US "c" GS "hi"
+            FS "{'source':{'type':'url','url':'http://i/1.png'},"
+            "'type':'image'}"
+            RS "assistant" US "c"
+            FS "{'id':'t1','input':{'x':1},'name':'f','type':'tool_use'}"
+            RS "user" US "c"
+            FS "{'content':'42','tool_use_id':'t1','type':'tool_result'}");
+
+    test_is("anthropic: system string",
+            "{'anthropic_version':'x','system':'S',"
+            "'messages':[{'role':'user','content':'u'}]}",
+            RS "system" US "c" "S" RS "user" US "c" "u");
+
+    test_is("legacy: prompt string",
+            "{'model':'m','prompt':'abc','max_tokens':5}",
+            RS "prompt" US "c" "abc");
+
+    test_is("legacy: prompt array, token ids as JSON",
+            "{'prompt':['a',[1,2],3]}",
+            RS "prompt" US "c" "a" RS "prompt" US "c" FS "[1,2]"
+            RS "prompt" US "c" FS "3");
+
+    test_is("responses: tools, instructions, message and other items",
+            "{'model':'m','instructions':'I',"
+            "'tools':[{'type':'web_search'}],"
+            "'input':[{'role':'user','content':[{'type':'input_text',"
+            "'text':'q'},{'type':'input_image','image_url':'http://x'}]},"
+            "{'type':'function_call','call_id':'c1','name':'f',"
+            "'arguments':'{}'},"
+            "{'type':'message','role':'assistant','id':'m1',"
+            "'content':[{'type':'output_text','text':'a',"
+            "'annotations':[]}]},"
+            "{'call_id':'c2'}]}",
+            RS "tools" US "c" FS "[{'type':'web_search'}]"
+            RS "system" US "c" "I"
+            RS "user" US "c" GS "q"
+            FS "{'image_url':'http://x','type':'input_image'}"
+            RS "function_call" US "c"
+            FS "{'arguments':'{}','call_id':'c1','name':'f',"
+            "'type':'function_call'}"
+            RS "assistant" US "c" GS "a"
+            RS "item" US "c" FS "{'call_id':'c2'}");
+
+    test_is("responses: string input is one user message",
+            "{'input':'hello','instructions':'be nice'}",
+            RS "system" US "c" "be nice" RS "user" US "c" "hello");
+
+    test_is("responses: instructions alone",
+            "{'instructions':'x'}",
+            RS "system" US "c" "x");
+
+    /* roles and boundaries */
+
+    test_is("boundaries: two user messages 'ab', 'c'",
+            "{'messages':[{'role':'user','content':'ab'},"
+            "{'role':'user','content':'c'}]}",
+            RS "user" US "c" "ab" RS "user" US "c" "c");
+
+    test_is("boundaries: one user message 'abc'",
+            "{'messages':[{'role':'user','content':'abc'}]}",
+            RS "user" US "c" "abc");
+
+    test_differ("boundaries: ['ab','c'] and ['abc'] differ",
+                "{'messages':[{'role':'user','content':'ab'},"
+                "{'role':'user','content':'c'}]}",
+                "{'messages':[{'role':'user','content':'abc'}]}");
+
+    test_differ("boundaries: text parts ['ab','c'] and ['abc'] differ",
+                "{'messages':[{'role':'user','content':[{'type':'text',"
+                "'text':'ab'},{'type':'text','text':'c'}]}]}",
+                "{'messages':[{'role':'user','content':[{'type':'text',"
+                "'text':'abc'}]}]}");
+
+    test_is("boundaries: role 'us' with 'erabc' keeps the split",
+            "{'messages':[{'role':'us','content':'erabc'}]}",
+            RS "us" US "c" "erabc");
+
+    test_differ("boundaries: role/content split differently differ",
+                "{'messages':[{'role':'us','content':'erabc'}]}",
+                "{'messages':[{'role':'user','content':'abc'}]}");
+
+    test_differ("boundaries: name/content split differently differ",
+                "{'messages':[{'role':'user','name':'a','content':'bc'}]}",
+                "{'messages':[{'role':'user','content':'abc'}]}");
+
+    test_differ("boundaries: legacy ['ab','c'] and ['abc'] differ",
+                "{'prompt':['ab','c']}", "{'prompt':['abc']}");
+
+    test_differ("boundaries: same text, other role",
+                "{'messages':[{'role':'user','content':'x'}]}",
+                "{'messages':[{'role':'assistant','content':'x'}]}");
+
+    /* a conversation grows by appending */
+
+    test_prefix("prefix: chat turn 1 is a prefix of turn 2",
+                "{'model':'m','tools':[{'type':'function'}],'messages':["
+                "{'role':'system','content':'S'},"
+                "{'role':'user','content':'u1'}]}",
+                "{'model':'m','tools':[{'type':'function'}],'messages':["
+                "{'role':'system','content':'S'},"
+                "{'role':'user','content':'u1'},"
+                "{'role':'assistant','content':null,'tool_calls':[{"
+                "'id':'c1','type':'function','function':{'name':'f',"
+                "'arguments':'{}'}}]},"
+                "{'role':'tool','tool_call_id':'c1','content':'42'},"
+                "{'role':'assistant','content':'a2'},"
+                "{'role':'user','content':'u2'}]}");
+
+    test_prefix("prefix: chat turn 2 is a prefix of turn 3",
+                "{'model':'m','tools':[{'type':'function'}],'messages':["
+                "{'role':'system','content':'S'},"
+                "{'role':'user','content':'u1'},"
+                "{'role':'assistant','content':null,'tool_calls':[{"
+                "'id':'c1','type':'function','function':{'name':'f',"
+                "'arguments':'{}'}}]},"
+                "{'role':'tool','tool_call_id':'c1','content':'42'},"
+                "{'role':'assistant','content':'a2'},"
+                "{'role':'user','content':'u2'}]}",
+                "{'model':'m','tools':[{'type':'function'}],'messages':["
+                "{'role':'system','content':'S'},"
+                "{'role':'user','content':'u1'},"
+                "{'role':'assistant','content':null,'tool_calls':[{"
+                "'id':'c1','type':'function','function':{'name':'f',"
+                "'arguments':'{}'}}]},"
+                "{'role':'tool','tool_call_id':'c1','content':'42'},"
+                "{'role':'assistant','content':'a2'},"
+                "{'role':'user','content':'u2'},"
+                "{'role':'assistant','content':'a3'},"
+                "{'role':'user','content':[{'type':'text','text':'u3'},"
+                "{'type':'image_url','image_url':{'url':'http://i'}}]}]}");
+
+    test_prefix("prefix: anthropic turn 1 is a prefix of turn 2",
+                "{'model':'c','system':'S','messages':["
+                "{'role':'user','content':'u1'}]}",
+                "{'model':'c','system':'S','messages':["
+                "{'role':'user','content':'u1'},"
+                "{'role':'assistant','content':[{'type':'text',"
+                "'text':'a1'}]},{'role':'user','content':'u2'}]}");
+
+    test_prefix("prefix: responses turn 1 is a prefix of turn 2",
+                "{'model':'m','instructions':'I','input':["
+                "{'role':'user','content':'u1'}]}",
+                "{'model':'m','instructions':'I','input':["
+                "{'role':'user','content':'u1'},"
+                "{'type':'function_call','call_id':'c','name':'f',"
+                "'arguments':'{}'},"
+                "{'type':'function_call_output','call_id':'c',"
+                "'output':'1'},{'role':'user','content':'u2'}]}");
+
+    test_prefix("prefix: legacy prompt ['ab'] is a prefix of ['ab','c']",
+                "{'prompt':['ab']}", "{'prompt':['ab','c']}");
+
+    /* content forms */
+
+    test_is("content: a string is its text",
+            "{'messages':[{'role':'user','content':'hi'}]}",
+            RS "user" US "c" "hi");
+
+    test_is("content: one text part is the same text after GS",
+            "{'messages':[{'role':'user','content':[{'type':'text',"
+            "'text':'hi'}]}]}",
+            RS "user" US "c" GS "hi");
+
+    test_is("content: input_text and output_text parts are text",
+            "{'messages':[{'role':'user','content':[{'type':'input_text',"
+            "'text':'a'},{'type':'output_text','text':'b'}]}]}",
+            RS "user" US "c" GS "a" GS "b");
+
+    test_is("content: other parts and odd text parts count as JSON",
+            "{'messages':[{'role':'user','content':[{'type':'refusal',"
+            "'text':'no'},{'type':'text','text':1},'s',{'text':'t'}]}]}",
+            RS "user" US "c" FS "{'text':'no','type':'refusal'}"
+            FS "{'text':1,'type':'text'}" FS "'s'" FS "{'text':'t'}");
+
+    test_is("content: an image part contributes its JSON",
+            "{'messages':[{'role':'user','content':[{'type':'text',"
+            "'text':'see'},{'type':'image_url','image_url':{"
+            "'url':'http://a/1.png','detail':'low'}}]}]}",
+            RS "user" US "c" GS "see"
+            FS "{'image_url':{'detail':'low','url':'http://a/1.png'},"
+            "'type':'image_url'}");
+
+    test_differ("content: requests differing only in the image URL differ",
+                "{'messages':[{'role':'user','content':[{'type':'text',"
+                "'text':'see'},{'type':'image_url','image_url':{"
+                "'url':'http://a/1.png'}}]}]}",
+                "{'messages':[{'role':'user','content':[{'type':'text',"
+                "'text':'see'},{'type':'image_url','image_url':{"
+                "'url':'http://a/2.png'}}]}]}");
+
+    test_is("fields: name, content, tool_calls, tool_call_id in order",
+            "{'messages':[{'role':'assistant','content':null,"
+            "'tool_calls':[{'id':'c1','type':'function','function':{"
+            "'name':'f','arguments':'{}'}}]},"
+            "{'tool_call_id':'c1','content':'42','name':'f',"
+            "'role':'tool'}]}",
+            RS "assistant" US "t"
+            FS "[{'function':{'arguments':'{}','name':'f'},'id':'c1',"
+            "'type':'function'}]"
+            RS "tool" US "n" "f" US "c" "42" US "i" "c1");
+
+    test_is("fields: a non-string name or tool_call_id is JSON",
+            "{'messages':[{'role':'tool','name':7,'tool_call_id':[1]}]}",
+            RS "tool" US "n" FS "7" US "i" FS "[1]");
+
+    /* escaping */
+
+    test_is("escape: 0x1b..0x1f become ESC + byte|0x40, 0x1a and 0x20 not",
+            "{'messages':[{'role':'user','content':"
+            "'a\\u001a\\u001b\\u001c\\u001d\\u001e\\u001f b'}]}",
+            RS "user" US "c" "a" "\x1a" ESC "[" ESC "\\" ESC "]" ESC "^"
+            ESC "_" " b");
+
+    test_is("escape: a role is escaped too",
+            "{'messages':[{'role':'us\\u001eer','content':'x'}]}",
+            RS "us" ESC "^" "er" US "c" "x");
+
+    test_differ("escape: a text holding RS cannot forge a message boundary",
+                "{'messages':[{'role':'user','content':"
+                "'x\\u001euser\\u001fcy'}]}",
+                "{'messages':[{'role':'user','content':'x'},"
+                "{'role':'user','content':'y'}]}");
+
+    test_build("{'messages':[{'role':'user','content':"
+               "'x\\u001euser\\u001fc\\u001d\\u001cy'}]}", TEST_SIZE, &out);
+    test_ok(out.rc == NGX_OK && test_count(&out, 0x1e) == 1
+            && test_count(&out, 0x1f) == 1 && test_count(&out, 0x1d) == 0
+            && test_count(&out, 0x1c) == 0,
+            "escape: only the real segment and field bytes are raw");
+
+    /* the prefix cap */
+
+    test_build("{'messages':[{'role':'system','content':'You are kind'},"
+               "{'role':'user','content':'hello'}]}", 10, &out);
+    test_quote(want, RS "system" US "c" "You", 10);
+    test_ok(out.rc == NGX_OK && out.len == 10 && out.key == 10
+            && ngx_memcmp(out.buf, want, 10) == 0,
+            "cap: size 10 gives exactly the first 10 bytes");
+
+    test_cap("cap: every cap cuts the uncapped form, even inside escapes "
+             "and JSON",
+             "{'model':'m','tools':[{'type':'function','function':"
+             "{'name':'f'}}],'messages':[{'role':'system','content':'S'},"
+             "{'role':'user','name':'n','content':[{'type':'text',"
+             "'text':'a\\u001eb'},{'type':'image_url','image_url':{"
+             "'url':'http://a/\\u001f'}}]},{'role':'assistant',"
+             "'content':'x\\u001b\\u001by','tool_calls':[{'id':'1'}]}]}");
+
+    test_cap("cap: every cap of a responses body",
+             "{'instructions':'I','input':[{'role':'user','content':'u'},"
+             "{'type':'reasoning','summary':[]},{'x':1}]}");
+
+    test_build("{'messages':[{'role':'user','content':'abc'}]}", 0, &out);
+    test_ok(out.rc == NGX_OK && out.len == 0 && out.key == 0,
+            "cap: size 0 writes nothing");
+
+    /* a huge part past the cap is neither serialised nor allocated */
+
+    big = malloc(1024 * 1024);
+    if (big == NULL) {
+        printf("Bail out! no memory\n");
+        return 255;
+    }
+
+    ngx_memset(big, 'z', 1024 * 1024);
+
+    v = json_pack("[{s:s,s:s%}]", "type", "file", "data", big,
+                  (size_t) 1024 * 1024);
+    part = json_array_get(v, 0);
+    root = json_pack("{s:[{s:s,s:o}]}", "messages", "role", "user",
+                     "content", v);
+
+    test_build_json(root, 64, &out);
+    test_quote(want, RS "user" US "c" FS "{'data':'zzzz", 21);
+    test_ok(out.rc == NGX_OK && out.len == 64
+            && ngx_memcmp(out.buf, want, 21) == 0
+            && out.buf[63] == 'z' && out.leaked == 0
+            && out.biggest < 4096,
+            "cap: a 1 MiB part under a 64-byte cap, no big allocation");
+
+    /* content an object: FS comes right when the buffer is full */
+
+    json_object_set(json_array_get(json_object_get(root, "messages"), 0),
+                    "content", part);
+
+    test_build_json(root, 7, &out);
+    test_quote(want, RS "user" US "c", 7);
+    test_ok(out.rc == NGX_OK && out.len == 7
+            && ngx_memcmp(out.buf, want, 7) == 0
+            && out.leaked == 0 && out.allocs == 0,
+            "cap: a value after a full buffer is not serialised at all");
+
+    json_decref(root);
+    free(big);
+
+    /* one part of 10000 small objects: serialisation stops at the cap */
+
+    root = json_loads("{\"messages\":[{\"role\":\"user\"}]}", 0, NULL);
+    v = json_array();
+
+    for (i = 0; i < 10000; i++) {
+        json_array_append_new(v, json_pack("{s:i,s:i}", "b", 1, "a", 2));
+    }
+
+    json_object_set_new(json_array_get(json_object_get(root, "messages"), 0),
+                        "content", json_pack("[o]", v));
+
+    test_build_json(root, 64, &out);
+    test_quote(want, RS "user" US "c" FS "[{'a':2,'b':1},{'a':2,'b':1},", 37);
+    test_ok(out.rc == NGX_OK && out.len == 64
+            && ngx_memcmp(out.buf, want, 37) == 0
+            && out.leaked == 0 && out.allocs < 100,
+            "cap: serialising a long part stops at the cap");
+
+    json_decref(root);
+
+    /* the tie-break key */
+
+    test_key("key: end of the first message after system and developer",
+             "{'messages':[{'role':'system','content':'S'},"
+             "{'role':'developer','content':'D'},"
+             "{'role':'user','content':'hi'},"
+             "{'role':'assistant','content':'yo'},"
+             "{'role':'user','content':'more'}]}",
+             RS "system" US "c" "S" RS "developer" US "c" "D"
+             RS "user" US "c" "hi");
+
+    test_key("key: anthropic, after the system prompt",
+             "{'system':'S','messages':[{'role':'user','content':'u'},"
+             "{'role':'assistant','content':'a'}]}",
+             RS "system" US "c" "S" RS "user" US "c" "u");
+
+    test_key("key: responses, after the instructions",
+             "{'instructions':'I','input':[{'role':'user','content':'u'},"
+             "{'role':'user','content':'v'}]}",
+             RS "system" US "c" "I" RS "user" US "c" "u");
+
+    test_key("key: legacy, end of the first prompt",
+             "{'prompt':['ab','cd']}",
+             RS "prompt" US "c" "ab");
+
+    test_key("key: only system messages, the whole prompt",
+             "{'messages':[{'role':'system','content':'S'},"
+             "{'role':'developer','content':'D'}]}",
+             RS "system" US "c" "S" RS "developer" US "c" "D");
+
+    test_key("key: a role 'system' with a NUL is not a system role",
+             "{'messages':[{'role':'system\\u0000','content':'S'},"
+             "{'role':'user','content':'u'}]}",
+             RS "system" "\0" US "c" "S");
+
+    test_key("key: a message that is not an object ends the key",
+             "{'messages':['hi',{'role':'user','content':'u'}]}",
+             RS FS "'hi'");
+
+    test_build("{'messages':[]}", TEST_SIZE, &out);
+    test_ok(out.rc == NGX_OK && out.len == 0 && out.key == 0,
+            "key: an empty message list is OK, length and key 0");
+
+    /* the seed */
+
+    test_seed("seed: model, no cache_salt",
+              "{'model':'m','messages':[]}", "m");
+
+    test_seed_salt("seed: model and cache_salt",
+              "{'model':'m','cache_salt':'s1','messages':[]}", "m", "s1");
+
+    test_seed("seed: no model is an empty one",
+              "{'messages':[]}", "");
+
+    test_seed("seed: cache_salt null is no salt",
+              "{'model':'m','cache_salt':null,'prompt':'x'}", "m");
+
+    test_seed_salt("seed: empty cache_salt is a salt",
+              "{'model':'m','cache_salt':'','prompt':'x'}", "m", "");
+
+    test_seed("seed: a model array counts by its JSON",
+              "{'model':['a',1],'prompt':'x'}", "['a',1]");
+
+    test_seed_salt("seed: a cache_salt number counts by its JSON",
+              "{'model':'m','cache_salt':5,'input':'x'}", "m", "5");
+
+    test_build("{'model':'a','prompt':'x'}", TEST_SIZE, &out);
+    test_build("{'model':'b','prompt':'x'}", TEST_SIZE, &out2);
+    test_ok(out.seed != out2.seed
+            && out.len == out2.len
+            && ngx_memcmp(out.buf, out2.buf, out.len) == 0,
+            "seed: differs by model, the prompt bytes do not");
+
+    test_build("{'model':'a','cache_salt':'x','prompt':'x'}",
+               TEST_SIZE, &out);
+    test_build("{'model':'a','cache_salt':'y','prompt':'x'}",
+               TEST_SIZE, &out2);
+    test_ok(out.seed != out2.seed, "seed: differs by cache_salt");
+
+    test_build("{'model':'a','prompt':'x'}", TEST_SIZE, &out);
+    test_build("{'model':'a','cache_salt':'','prompt':'x'}",
+               TEST_SIZE, &out2);
+    test_ok(out.seed != out2.seed, "seed: an empty salt is not no salt");
+
+    test_build("{'model':'a','prompt':'x'}", TEST_SIZE, &out);
+    test_build("{'model':'a','messages':[{'role':'user','content':'y'}]}",
+               TEST_SIZE, &out2);
+    test_ok(out.seed == out2.seed
+            && out.seed == ngx_http_prefix_route_hash_seed((u_char *) "a", 1,
+                                                           NULL, 0),
+            "seed: equal without salt, whatever the prompt");
+
+    /* NUL inside strings */
+
+    test_is("nul: a NUL inside a text is kept",
+            "{'messages':[{'role':'user','content':'a\\u0000b'}]}",
+            RS "user" US "c" "a" "\0" "b");
+
+    test_differ("nul: 'a\\0b' and 'ab' differ",
+                "{'messages':[{'role':'user','content':'a\\u0000b'}]}",
+                "{'messages':[{'role':'user','content':'ab'}]}");
+
+    test_is("nul: a NUL inside a JSON part is its JSON escape",
+            "{'messages':[{'role':'user','content':[{'type':'x',"
+            "'v':'a\\u0000'}]}]}",
+            RS "user" US "c" FS "{'type':'x','v':'a\\u0000'}");
+
+    /* wrong types never fail, a missing prompt declines */
+
+    test_declined("wrong type: messages an object is declined",
+                  "{'messages':{'role':'user','content':'x'}}");
+
+    test_declined("wrong type: messages a string is declined",
+                  "{'messages':'x','prompt':'y'}");
+
+    test_declined("no prompt field is declined",
+                  "{'model':'m','max_tokens':5}");
+
+    test_declined("messages null and nothing else is declined",
+                  "{'model':'m','messages':null}");
+
+    test_build("[{'role':'user','content':'x'}]", TEST_SIZE, &out);
+    test_ok(out.rc == NGX_DECLINED && out.len == 0,
+            "a body that is not an object is declined");
+
+    test_is("wrong type: content a number is FS JSON",
+            "{'messages':[{'role':'user','content':42}]}",
+            RS "user" US "c" FS "42");
+
+    test_is("wrong type: content an object, a bool",
+            "{'messages':[{'role':'user','content':{'b':1,'a':[]}},"
+            "{'role':'user','content':true}]}",
+            RS "user" US "c" FS "{'a':[],'b':1}"
+            RS "user" US "c" FS "true");
+
+    test_is("wrong type: messages that are not objects are FS JSON",
+            "{'messages':['hi',5,null,[1]]}",
+            RS FS "'hi'" RS FS "5" RS FS "null" RS FS "[1]");
+
+    test_is("wrong type: a missing role is JSON null, a number its JSON",
+            "{'messages':[{'content':'x'},{'role':7,'content':'y'},"
+            "{'role':null}]}",
+            RS FS "null" US "c" "x" RS FS "7" US "c" "y" RS FS "null");
+
+    test_is("wrong type: model an array is OK",
+            "{'model':['m'],'messages':[{'role':'user','content':'x'}]}",
+            RS "user" US "c" "x");
+
+    test_is("wrong type: prompt a number, input an object",
+            "{'prompt':5}",
+            RS "prompt" US "c" FS "5");
+
+    test_is("wrong type: input an object is a user message of JSON",
+            "{'input':{'a':1}}",
+            RS "user" US "c" FS "{'a':1}");
+
+    test_is("wrong type: input items that are not objects",
+            "{'input':['x',{'type':'reasoning'},{'type':3,'q':1}]}",
+            RS FS "'x'" RS "reasoning" US "c" FS "{'type':'reasoning'}"
+            RS FS "3" US "c" FS "{'q':1,'type':3}");
+
+    /* deep nesting inside a part stays within jansson's bounds */
+
+    root = json_loads("{\"messages\":[{\"role\":\"user\",\"content\":[1]}]}",
+                      0, NULL);
+    v = json_array();
+    part = v;
+
+    for (i = 1; i < 1500; i++) {
+        json_array_append_new(part, json_array());
+        part = json_array_get(part, 0);
+    }
+
+    json_object_set_new(json_array_get(json_object_get(root, "messages"), 0),
+                        "content", json_pack("[o]", v));
+
+    test_build_json(root, TEST_SIZE, &out);
+
+    test_quote(want, RS "user" US "c" FS, 8);
+    ngx_memset(want + 8, '[', 1500);
+    ngx_memset(want + 8 + 1500, ']', 1500);
+
+    test_ok(out.rc == NGX_OK && out.len == 8 + 3000
+            && ngx_memcmp(out.buf, want, 8 + 3000) == 0 && out.leaked == 0,
+            "deep: a part nested 1500 deep is its JSON");
+
+    test_build_json(root, 100, &out);
+    test_ok(out.rc == NGX_OK && out.len == 100
+            && ngx_memcmp(out.buf, want, 100) == 0 && out.leaked == 0,
+            "deep: and is cut at the cap");
+
+    json_decref(root);
+
+    printf("1..%d\n", (int) test_n);
+
+    if (test_live != 0) {
+        printf("# %d bytes of jansson memory never freed\n", (int) test_live);
+        return 1;
+    }
+
+    return test_failed ? 1 : 0;
+}
