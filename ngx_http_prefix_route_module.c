@@ -624,6 +624,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 {
     time_t                              now;
     size_t                              longest;
+    uint64_t                           *id;
     uintptr_t                           m;
     ngx_int_t                           k;
     ngx_msec_t                          msec;
@@ -636,6 +637,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     prcf = ctx->conf;
     shared = prcf->shared[ctx->backup];
+    id = prcf->id[ctx->backup];
     shpool = prcf->index.shpool;
 
     now = ngx_time();
@@ -668,7 +670,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         c->match = ctx->held[i] * prcf->block;
         c->sticky = ctx->leaf[i];
         c->weight = peer->weight;
-        c->rank = ngx_http_prefix_route_hash((u_char *) &prcf->id[ctx->backup][i],
+        c->rank = ngx_http_prefix_route_hash((u_char *) &id[i],
                                              sizeof(uint64_t), ctx->key);
         sp = shared[i];
 

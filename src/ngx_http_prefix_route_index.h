@@ -56,7 +56,7 @@ struct ngx_http_prefix_route_entry_s {
     ngx_rbtree_node_t                node;      /* key: the block hash */
     ngx_http_prefix_route_entry_t   *parent;    /* prefix one block shorter */
     ngx_http_prefix_route_holder_t  *holders;
-    uint32_t                         children;  /* entries with parent == this */
+    uint32_t                         children;  /* entries it is parent of */
     uint32_t                         stamp;     /* last update that used it */
 };
 
