@@ -59,6 +59,10 @@ static void ngx_http_prefix_route_prompt_part(ngx_http_prefix_route_walk_t *w,
     json_t *part);
 static void ngx_http_prefix_route_prompt_value(
     ngx_http_prefix_route_walk_t *w, json_t *v);
+static void ngx_http_prefix_route_prompt_json(ngx_http_prefix_route_walk_t *w,
+    json_t *v);
+static int ngx_http_prefix_route_prompt_digest(const char *buffer,
+    size_t size, void *data);
 static int ngx_http_prefix_route_prompt_dump(const char *buffer, size_t size,
     void *data);
 static void ngx_http_prefix_route_prompt_string(
@@ -370,7 +374,11 @@ static void
 ngx_http_prefix_route_prompt_part(ngx_http_prefix_route_walk_t *w,
     json_t *part)
 {
-    json_t  *text, *type;
+    json_t            *text, *type;
+    uint64_t           digest;
+    ngx_uint_t         i;
+    u_char             hex[16];
+    static u_char      hexdigits[] = "0123456789abcdef";
 
     if (json_is_object(part)) {
         type = json_object_get(part, "type");
@@ -387,9 +395,37 @@ ngx_http_prefix_route_prompt_part(ngx_http_prefix_route_walk_t *w,
         }
     }
 
-    /* images, audio, files, tool use and results count by identity */
+    /*
+     * images, audio, files, tool use and results count by identity: a
+     * digest of the part first, so that two different images differ from
+     * their first byte on, as an engine's multimodal hash makes them do,
+     * then the part itself, so that its size still counts as work
+     */
 
-    ngx_http_prefix_route_prompt_value(w, part);
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_FS);
+
+    if (w->stop) {
+        return;
+    }
+
+    digest = 0;
+
+    if (json_dump_callback(part, ngx_http_prefix_route_prompt_digest,
+                           &digest, NGX_HTTP_PREFIX_ROUTE_JSON)
+        != 0)
+    {
+        w->stop = 1;
+        return;
+    }
+
+    for (i = 16; i > 0; i--) {
+        hex[i - 1] = hexdigits[digest & 0xf];
+        digest >>= 4;
+    }
+
+    ngx_http_prefix_route_prompt_text(w, hex, 16);
+
+    ngx_http_prefix_route_prompt_json(w, part);
 }
 
 
@@ -397,7 +433,13 @@ static void
 ngx_http_prefix_route_prompt_value(ngx_http_prefix_route_walk_t *w, json_t *v)
 {
     ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_FS);
+    ngx_http_prefix_route_prompt_json(w, v);
+}
 
+
+static void
+ngx_http_prefix_route_prompt_json(ngx_http_prefix_route_walk_t *w, json_t *v)
+{
     if (w->stop) {
         /* do not serialise a value that would be cut anyway */
         return;
@@ -420,6 +462,24 @@ ngx_http_prefix_route_prompt_value(ngx_http_prefix_route_walk_t *w, json_t *v)
          */
         w->stop = 1;
     }
+}
+
+
+/*
+ * jansson's dump callback that hashes the canonical JSON of a value as a
+ * chain over the pieces jansson hands over (the same pieces for the same
+ * value), without keeping them.
+ */
+
+static int
+ngx_http_prefix_route_prompt_digest(const char *buffer, size_t size,
+    void *data)
+{
+    uint64_t  *digest = data;
+
+    *digest = ngx_http_prefix_route_hash((u_char *) buffer, size, *digest);
+
+    return 0;
 }
 
 

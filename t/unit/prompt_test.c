@@ -25,6 +25,7 @@
 #define GS   "\x1d"
 #define RS   "\x1e"
 #define US   "\x1f"
+#define DG   "\x01"     /* stands for the 16 hex digits of a part digest */
 
 #define TEST_SIZE   8192
 #define TEST_CANARY 0xa5
@@ -55,6 +56,8 @@ typedef struct {
 static void *test_malloc(size_t size);
 static void test_free(void *p);
 static void test_quote(u_char *dst, const char *src, size_t len);
+static size_t test_expand(u_char *dst, const char *src, size_t len,
+    test_out_t *out);
 static void test_build(const char *json, size_t size, test_out_t *out);
 static void test_build_json(json_t *root, size_t size, test_out_t *out);
 static void test_ok(ngx_uint_t ok, const char *name);
@@ -127,6 +130,47 @@ test_quote(u_char *dst, const char *src, size_t len)
     for (i = 0; i < len; i++) {
         dst[i] = (src[i] == '\'') ? '"' : (u_char) src[i];
     }
+}
+
+
+/*
+ * test_quote(), and each DG becomes the 16 bytes found at that place in
+ * the output if they are lowercase hex digits, "?" x 16 otherwise (so the
+ * comparison fails).  Returns the expanded length.
+ */
+
+static size_t
+test_expand(u_char *dst, const char *src, size_t len, test_out_t *out)
+{
+    size_t      i, j, k;
+    u_char      c;
+    ngx_uint_t  hex;
+
+    for (i = 0, j = 0; i < len; i++) {
+
+        if (src[i] != DG[0]) {
+            dst[j++] = (src[i] == '\'') ? '"' : (u_char) src[i];
+            continue;
+        }
+
+        hex = (j + 16 <= out->len);
+
+        for (k = 0; hex && k < 16; k++) {
+            c = out->buf[j + k];
+            hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+        }
+
+        if (hex) {
+            ngx_memcpy(dst + j, out->buf + j, 16);
+
+        } else {
+            ngx_memset(dst + j, '?', 16);
+        }
+
+        j += 16;
+    }
+
+    return j;
 }
 
 
@@ -251,8 +295,8 @@ test_bytes(const char *name, const char *json, const char *expect,
     test_out_t  out;
     u_char      want[TEST_SIZE];
 
-    test_quote(want, expect, len);
     test_build(json, TEST_SIZE, &out);
+    len = test_expand(want, expect, len, &out);
 
     test_ok(out.rc == NGX_OK && out.len == len && out.leaked == 0
             && ngx_memcmp(out.buf, want, len) == 0, name);
@@ -463,12 +507,12 @@ main(void)
             RS "tools" US "c" FS "[{'input_schema':{},'name':'f'}]"
             RS "system" US "c" GS "Be brief"
             RS "user" US "c" GS "hi"
-            FS "{'source':{'type':'url','url':'http://i/1.png'},"
+            FS DG "{'source':{'type':'url','url':'http://i/1.png'},"
             "'type':'image'}"
             RS "assistant" US "c"
-            FS "{'id':'t1','input':{'x':1},'name':'f','type':'tool_use'}"
+            FS DG "{'id':'t1','input':{'x':1},'name':'f','type':'tool_use'}"
             RS "user" US "c"
-            FS "{'content':'42','tool_use_id':'t1','type':'tool_result'}");
+            FS DG "{'content':'42','tool_use_id':'t1','type':'tool_result'}");
 
     test_is("anthropic: system string",
             "{'anthropic_version':'x','system':'S',"
@@ -498,7 +542,7 @@ main(void)
             RS "tools" US "c" FS "[{'type':'web_search'}]"
             RS "system" US "c" "I"
             RS "user" US "c" GS "q"
-            FS "{'image_url':'http://x','type':'input_image'}"
+            FS DG "{'image_url':'http://x','type':'input_image'}"
             RS "function_call" US "c"
             FS "{'arguments':'{}','call_id':'c1','name':'f',"
             "'type':'function_call'}"
@@ -633,15 +677,16 @@ main(void)
     test_is("content: other parts and odd text parts count as JSON",
             "{'messages':[{'role':'user','content':[{'type':'refusal',"
             "'text':'no'},{'type':'text','text':1},'s',{'text':'t'}]}]}",
-            RS "user" US "c" FS "{'text':'no','type':'refusal'}"
-            FS "{'text':1,'type':'text'}" FS "'s'" FS "{'text':'t'}");
+            RS "user" US "c" FS DG "{'text':'no','type':'refusal'}"
+            FS DG "{'text':1,'type':'text'}" FS DG "'s'"
+            FS DG "{'text':'t'}");
 
     test_is("content: an image part contributes its JSON",
             "{'messages':[{'role':'user','content':[{'type':'text',"
             "'text':'see'},{'type':'image_url','image_url':{"
             "'url':'http://a/1.png','detail':'low'}}]}]}",
             RS "user" US "c" GS "see"
-            FS "{'image_url':{'detail':'low','url':'http://a/1.png'},"
+            FS DG "{'image_url':{'detail':'low','url':'http://a/1.png'},"
             "'type':'image_url'}");
 
     test_differ("content: requests differing only in the image URL differ",
@@ -651,6 +696,17 @@ main(void)
                 "{'messages':[{'role':'user','content':[{'type':'text',"
                 "'text':'see'},{'type':'image_url','image_url':{"
                 "'url':'http://a/2.png'}}]}]}");
+
+    test_build("{'messages':[{'role':'user','content':[{'type':'image_url',"
+               "'image_url':{'url':'http://a/1.png'}}]}]}", TEST_SIZE, &out);
+    test_build("{'messages':[{'role':'user','content':[{'type':'image_url',"
+               "'image_url':{'url':'http://a/2.png'}}]}]}", TEST_SIZE, &out2);
+    for (i = 0; i < out.len && out.buf[i] == out2.buf[i]; i++) {
+        /* void */
+    }
+    test_ok(out.len == out2.len && out.buf[7] == 0x1c && i >= 8 && i < 24,
+            "content: two images differ from their digest on, not from "
+            "their first different JSON byte");
 
     test_is("fields: name, content, tool_calls, tool_call_id in order",
             "{'messages':[{'role':'assistant','content':null,"
@@ -735,9 +791,9 @@ main(void)
                      "content", v);
 
     test_build_json(root, 64, &out);
-    test_quote(want, RS "user" US "c" FS "{'data':'zzzz", 21);
-    test_ok(out.rc == NGX_OK && out.len == 64
-            && ngx_memcmp(out.buf, want, 21) == 0
+    i = test_expand(want, RS "user" US "c" FS DG "{'data':'zzzz", 22, &out);
+    test_ok(out.rc == NGX_OK && out.len == 64 && i == 37
+            && ngx_memcmp(out.buf, want, 37) == 0
             && out.buf[63] == 'z' && out.leaked == 0
             && out.biggest < 4096,
             "cap: a 1 MiB part under a 64-byte cap, no big allocation");
@@ -757,7 +813,10 @@ main(void)
     json_decref(root);
     free(big);
 
-    /* one part of 10000 small objects: serialisation stops at the cap */
+    /*
+     * one part of 10000 small objects: its digest needs all of it, but
+     * only what fits under the cap is written
+     */
 
     root = json_loads("{\"messages\":[{\"role\":\"user\"}]}", 0, NULL);
     v = json_array();
@@ -770,11 +829,11 @@ main(void)
                         "content", json_pack("[o]", v));
 
     test_build_json(root, 64, &out);
-    test_quote(want, RS "user" US "c" FS "[{'a':2,'b':1},{'a':2,'b':1},", 37);
-    test_ok(out.rc == NGX_OK && out.len == 64
-            && ngx_memcmp(out.buf, want, 37) == 0
-            && out.leaked == 0 && out.allocs < 100,
-            "cap: serialising a long part stops at the cap");
+    i = test_expand(want, RS "user" US "c" FS DG
+                    "[{'a':2,'b':1},{'a':2,'b':1},", 38, &out);
+    test_ok(out.rc == NGX_OK && out.len == 64 && i == 53
+            && ngx_memcmp(out.buf, want, 53) == 0 && out.leaked == 0,
+            "cap: a long part is written only up to the cap");
 
     json_decref(root);
 
@@ -883,7 +942,7 @@ main(void)
     test_is("nul: a NUL inside a JSON part is its JSON escape",
             "{'messages':[{'role':'user','content':[{'type':'x',"
             "'v':'a\\u0000'}]}]}",
-            RS "user" US "c" FS "{'type':'x','v':'a\\u0000'}");
+            RS "user" US "c" FS DG "{'type':'x','v':'a\\u0000'}");
 
     /* wrong types never fail, a missing prompt declines */
 
@@ -956,13 +1015,13 @@ main(void)
 
     test_build_json(root, TEST_SIZE, &out);
 
-    test_quote(want, RS "user" US "c" FS, 8);
-    ngx_memset(want + 8, '[', 1500);
-    ngx_memset(want + 8 + 1500, ']', 1500);
+    i = test_expand(want, RS "user" US "c" FS DG, 9, &out);
+    ngx_memset(want + i, '[', 1500);
+    ngx_memset(want + i + 1500, ']', 1500);
 
-    test_ok(out.rc == NGX_OK && out.len == 8 + 3000
-            && ngx_memcmp(out.buf, want, 8 + 3000) == 0 && out.leaked == 0,
-            "deep: a part nested 1500 deep is its JSON");
+    test_ok(out.rc == NGX_OK && i == 24 && out.len == 24 + 3000
+            && ngx_memcmp(out.buf, want, 24 + 3000) == 0 && out.leaked == 0,
+            "deep: a part nested 1500 deep is its digest and JSON");
 
     test_build_json(root, 100, &out);
     test_ok(out.rc == NGX_OK && out.len == 100
