@@ -1,0 +1,495 @@
+# Routing properties of prefix_route over a fleet of 4 backends: a shared
+# system prompt sticks to one backend, a hot prefix spills under concurrent
+# load, a global preamble does not pull every conversation to one backend,
+# new prompts spread over idle backends with a hash tie-break, and
+# conversations stay on the backend that holds them.
+#
+# Each backend answers with its name.  The proxy location logs one line per
+# request to logs/routes.log, "backend status match length" (the backend
+# name, $prefix_route_status, $prefix_route_match, $prefix_route_length),
+# and a final GET /routes returns that log, so that one pattern can check
+# which backend served each request of a block.  Prompt lengths are those of
+# the canonical prompt of docs/design.md: a message with a string content is
+# RS, its role, US, "c", its text (see canon_len() below).
+use Test::Nginx::Socket 'no_plan';
+use JSON::PP ();
+use POSIX qw(floor);
+
+no_shuffle();
+
+our $JSON = JSON::PP->new->canonical(1);
+
+# "POST /v1/chat/completions" with a Chat Completions body
+sub chat {
+    my ($messages) = @_;
+    return "POST /v1/chat/completions\n"
+           . $JSON->encode({ model => "m", messages => $messages });
+}
+
+sub sys  { { role => "system",    content => $_[0] } }
+sub user { { role => "user",      content => $_[0] } }
+sub asst { { role => "assistant", content => $_[0] } }
+
+# $len bytes of filler text starting with $tag: texts with different tags
+# differ from their first bytes on
+sub text {
+    my ($tag, $len) = @_;
+    my ($s, $i) = ("", 0);
+    $s .= "$tag w" . $i++ . " " while length $s < $len;
+    return substr $s, 0, $len;
+}
+
+# length of the canonical prompt of messages with string contents:
+# RS role US "c" content, per message
+sub canon_len {
+    my $n = 0;
+    $n += 1 + length($_->{role}) + 2 + length($_->{content}) for @_;
+    return $n;
+}
+
+# bytes of a prompt of $len bytes held in full 64-byte blocks
+sub full_blocks { floor($_[0] / 64) * 64 }
+
+# http_config: upstream "llm" with prefix_route over $n backends named
+# b1..bN, the name map used by the routes log, and the backends; with
+# $sleep, a backend answers after that many seconds (echo module)
+sub fleet {
+    my (%o) = @_;
+    my $n = $o{n} // 4;
+    my $args = $o{args} // "zone=llm:1m";
+    my $c = "upstream llm {\n    prefix_route $args;\n";
+    $c .= "    server 127.0.0.1:\$TEST_NGINX_RAND_PORT_$_;\n" for 1 .. $n;
+    $c .= "}\n" . backends(%o);
+    return $c;
+}
+
+sub backends {
+    my (%o) = @_;
+    my $n = $o{n} // 4;
+    my $c = "map \$upstream_addr \$backend {\n    default \$upstream_addr;\n";
+    $c .= "    127.0.0.1:\$TEST_NGINX_RAND_PORT_$_ b$_;\n" for 1 .. $n;
+    $c .= "}\nlog_format route '\$backend \$prefix_route_status "
+          . "\$prefix_route_match \$prefix_route_length';\n";
+    for (1 .. $n) {
+        my $answer = $o{sleep} ? "location / { echo_sleep $o{sleep}; echo b$_; }"
+                               : "return 200 \"b$_\\n\";";
+        $c .= "server { listen 127.0.0.1:\$TEST_NGINX_RAND_PORT_$_; $answer }\n";
+    }
+    return $c;
+}
+
+our $MainConfig = <<'_EOC_';
+load_module $TEST_NGINX_MODULE;
+load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
+_EOC_
+
+our $Proxy = <<'_EOC_';
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
+    log_subrequest on;
+    access_log logs/routes.log route;
+}
+location = /routes {
+    alias logs/routes.log;
+}
+_EOC_
+
+# a --- response_body_like pattern for GET /routes that matches when
+# $check->(@backends) is true, @backends being the first word of each
+# line (the backend of each request, in the order they were logged); on a
+# mismatch it prints the number of requests each backend served
+sub routes_where {
+    my ($what, $check) = @_;
+    return qr/\A(.*)\z(?(?{ routes_check($what, $check, $^N) })|(*FAIL))/s;
+}
+
+sub routes_check {
+    my ($what, $check, $log) = @_;
+    my @b = map { (split / /)[0] } split /\n/, $log;
+    return 1 if $check->(@b);
+    my %n;
+    $n{$_}++ for @b;
+    Test::More::diag("routes do not satisfy \"$what\": "
+                     . join(", ", map { "$_ served $n{$_}" } sort keys %n));
+    return 0;
+}
+
+sub count {
+    my %n;
+    $n{$_}++ for @_;
+    return \%n;
+}
+
+sub max_count { my $n = count(@_); my ($m) = sort { $b <=> $a } values %$n; $m // 0 }
+
+# the config of a location that sends @bodies as concurrent POST
+# subrequests to /v1/chat/completions (the echo module)
+sub fan {
+    my ($uri, @bodies) = @_;
+    my $c = "location = $uri {\n";
+    for my $body (@bodies) {
+        die "a body cannot go into a single-quoted nginx string"
+            if $body =~ /['\\\$]/;
+        die "nginx takes parameters of up to 4 KB" if length $body > 4000;
+        $c .= "    echo_subrequest_async POST /v1/chat/completions -b '$body';\n";
+    }
+    return "$c}\n";
+}
+
+# TEST 8: 4 users x 4 turns, interleaved (user 1 turn 1, user 2 turn 1, ...
+# user 1 turn 2, ...); a turn is the whole history plus a new question
+sub four_users {
+    my @turns;
+    for my $t (1 .. 4) {
+        for my $u (1 .. 4) {
+            my @m = (sys("You help user $u. " . text("rules$u", 300)));
+            for my $k (1 .. $t) {
+                push @m, user(text("User $u question $k", 300));
+                push @m, asst(text("Answer $k to user $u", 400)) if $k < $t;
+            }
+            push @turns, \@m;
+        }
+    }
+    return @turns;
+}
+
+# TEST 9: the same with a shared 1 KB preamble instead of one system prompt
+# per user, so that the first users' conversations stack on one backend
+sub four_users_preamble {
+    my @turns;
+    for my $t (1 .. 4) {
+        for my $u (1 .. 4) {
+            my @m = (sys(text("Company policy", 1015)));
+            for my $k (1 .. $t) {
+                push @m, user(text("User $u question $k", 400));
+                push @m, asst(text("Answer $k to user $u", 400)) if $k < $t;
+            }
+            push @turns, \@m;
+        }
+    }
+    return @turns;
+}
+
+# TEST 10: conversations A and B share a system prompt and a first question;
+# turn 1 (the shared start), then A2, B2, A3, B3, A4, B4, where turn N of
+# X is the start plus N - 1 rounds of X's answers and questions
+sub two_branches {
+    my @start = (sys(text("Shared rules", 300)), user(text("First question", 237)));
+    my $turn = sub {
+        my ($x, $n) = @_;
+        return [@start, map { (asst(text("$x answer $_", 600)),
+                               user(text("$x question $_", 600))) } 2 .. $n];
+    };
+    return ([@start], map { ($turn->("A", $_), $turn->("B", $_)) } 2 .. 4);
+}
+
+run_tests();
+
+__DATA__
+
+=== TEST 1: 10 requests sharing a 2 KB system prompt go to one backend, HIT on the system prompt's 32 blocks from the second on
+--- main_config eval: $::MainConfig
+--- http_config eval: ::fleet()
+--- config eval: $::Proxy
+--- request eval
+# RS "system" US "c" and 2039 bytes: 2048 bytes, 32 blocks
+my $system = ::text("You are a support agent", 2039);
+my @q = map { "Question $_: " . ::text("topic$_", 20 + 7 * $_) } 1 .. 10;
+[(map { ::chat([::sys($system), ::user($_)]) } @q), "GET /routes"]
+--- response_headers eval
+my @q = map { "Question $_: " . ::text("topic$_", 20 + 7 * $_) } 1 .. 10;
+my @len = map { 2048 + 7 + length } @q;
+["X-Prefix-Route: MISS 0 $len[0]",
+ (map { "X-Prefix-Route: HIT 2048 $_" } @len[1 .. 9]),
+ ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 10,
+ qr/\A(b[1-4]) MISS 0 \d+\n(?:\1 HIT 2048 \d+\n){9}\z/]
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+=== TEST 2: a hot prefix under 12 concurrent requests spills onto the other backends instead of drowning its holder
+# The first request puts the 2 KB system prompt on one backend; then /fan
+# sends 12 requests with that system prompt at once, to backends that
+# answer after 0.5 s, so all 12 are placed while all are in flight.
+# Prompt: 2048 (system) + 7 (RS "user" US "c") + 53 (question) = 2108 bytes.
+--- main_config eval: $::MainConfig
+--- http_config eval: ::fleet(sleep => 0.5)
+--- config eval
+my $system = ::text("You are a support agent", 2039);
+$::Proxy . ::fan("/fan", map {
+    $::JSON->encode({ model => "m", messages => [::sys($system),
+                      ::user(sprintf("Question %02d: ", $_) . ::text("q$_", 40))] })
+} 1 .. 12)
+--- request eval
+my $system = ::text("You are a support agent", 2039);
+[::chat([::sys($system), ::user("Question 00: " . ::text("q0", 40))]),
+ "GET /fan",
+ "GET /routes"]
+--- response_headers eval
+["X-Prefix-Route: MISS 0 2108", "", ""]
+--- response_body_like eval
+["^b[1-4]\n\$",
+ # the subrequests' answers, in the order they were sent
+ ::routes_where("12 concurrent requests: more than one backend, none serves more than half",
+                sub { @_ == 12 && keys %{ ::count(@_) } > 1 && ::max_count(@_) <= 6 }),
+ # the warm-up, then 12 lines in the order they finished: the prompt was
+ # read from every subrequest (no BYPASS), and load beat affinity (SPILL)
+ qr/\A(b[1-4]) MISS 0 2108\n(?=[\s\S]*^b[1-4] SPILL 0 2108$)(?:b[1-4] (?:HIT 2048|SPILL 0) 2108\n){12}\z/m]
+--- timeout: 5
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+=== TEST 3: a held prefix under low load (2 concurrent requests) stays on its holder
+# A 3 KB system prompt (48 blocks): one request in flight on the holder
+# (its uncached tail plus the fixed cost of a request, about 2.1 KB of
+# work) is worth less than the prefix, so the second concurrent request
+# stays.  Prompt: 3072 (system) + 7 + 53 = 3132 bytes.
+--- main_config eval: $::MainConfig
+--- http_config eval: ::fleet(sleep => 0.5)
+--- config eval
+my $system = ::text("You are a support agent", 3063);
+$::Proxy . ::fan("/fan", map {
+    $::JSON->encode({ model => "m", messages => [::sys($system),
+                      ::user(sprintf("Question %02d: ", $_) . ::text("q$_", 40))] })
+} 1 .. 2)
+--- request eval
+my $system = ::text("You are a support agent", 3063);
+[::chat([::sys($system), ::user("Question 00: " . ::text("q0", 40))]),
+ "GET /fan",
+ "GET /routes"]
+--- response_headers eval
+["X-Prefix-Route: MISS 0 3132", "", ""]
+--- response_body_like eval
+["^b[1-4]\n\$",
+ "^(b[1-4])\n\\1\n\$",
+ qr/\A(b[1-4]) MISS 0 3132\n\1 HIT 3072 3132\n\1 HIT 3072 3132\n\z/]
+--- timeout: 5
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+=== TEST 4: 12 conversations behind a shared 1 KB preamble spread over at least 3 backends, none serves more than half
+--- main_config eval: $::MainConfig
+--- http_config eval: ::fleet()
+--- config eval: $::Proxy
+--- request eval
+# RS "system" US "c" and 1015 bytes: 1024 bytes, 16 blocks
+my $preamble = ::text("Company policy", 1015);
+[(map { ::chat([::sys($preamble), ::user(::text("User $_ asks", 400))]) } 1 .. 12),
+ "GET /routes"]
+--- response_headers_like eval
+# 1024 + RS "user" US "c" + 400
+["X-Prefix-Route: MISS 0 1431",
+ ("X-Prefix-Route: (?:HIT 1024|SPILL 0) 1431") x 11,
+ ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 12,
+ ::routes_where("at least 3 backends, none serves more than 6 of 12",
+                sub { @_ == 12 && keys %{ ::count(@_) } >= 3 && ::max_count(@_) <= 6 })]
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+=== TEST 5: 8 distinct new prompts sent one after another spread over 4 idle backends: the first 4 on 4 backends, 2 each in the end
+--- main_config eval: $::MainConfig
+--- http_config eval: ::fleet()
+--- config eval: $::Proxy
+--- request eval
+[(map { ::chat([::user(::text("Prompt $_", 500))]) } 1 .. 8), "GET /routes"]
+--- response_headers eval
+[("X-Prefix-Route: MISS 0 507") x 8, ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 8,
+ ::routes_where("the first 4 on 4 backends, the next 4 on 4 backends",
+                sub { @_ == 8 && keys %{ ::count(@_[0 .. 3]) } == 4
+                      && keys %{ ::count(@_[4 .. 7]) } == 4 })]
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+=== TEST 6: on two fresh instances with the same servers, the same first prompt lands on the same backend
+# Two upstreams with the same 4 servers and their own zones stand for two
+# nginx instances started with the same configuration.
+--- main_config eval: $::MainConfig
+--- http_config eval
+my $c = "";
+for my $u ("llm_a", "llm_b") {
+    $c .= "upstream $u {\n    prefix_route zone=$u:1m;\n";
+    $c .= "    server 127.0.0.1:\$TEST_NGINX_RAND_PORT_$_;\n" for 1 .. 4;
+    $c .= "}\n";
+}
+$c . ::backends()
+--- config
+location ~ ^/(?<fleet>llm_[ab])/ {
+    proxy_pass http://$fleet;
+    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
+    access_log logs/routes.log route;
+}
+location = /routes {
+    alias logs/routes.log;
+}
+--- request eval
+my $p = ::chat([::user(::text("Prompt A", 500))]);
+(my $a = $p) =~ s{^POST /v1/}{POST /llm_a/v1/};
+(my $b = $p) =~ s{^POST /v1/}{POST /llm_b/v1/};
+[$a, $b, "GET /routes"]
+--- response_headers eval
+["X-Prefix-Route: MISS 0 507", "X-Prefix-Route: MISS 0 507", ""]
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$",
+ qr/\A(b[1-4]) MISS 0 507\n\1 MISS 0 507\n\z/]
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+=== TEST 7: on fresh instances, different first prompts land on different backends
+# 12 fresh upstreams with the same 4 servers, each receiving one different
+# prompt: the tie between idle backends is broken by a hash of the prompt,
+# so they do not all land on one backend (all 12 on one: p = 4^-11).
+--- main_config eval: $::MainConfig
+--- http_config eval
+my $c = "";
+for my $u (1 .. 12) {
+    $c .= "upstream fresh$u {\n    prefix_route zone=fresh$u:128k;\n";
+    $c .= "    server 127.0.0.1:\$TEST_NGINX_RAND_PORT_$_;\n" for 1 .. 4;
+    $c .= "}\n";
+}
+$c . ::backends()
+--- config
+location ~ ^/(?<fleet>fresh\d+)/ {
+    proxy_pass http://$fleet;
+    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
+    access_log logs/routes.log route;
+}
+location = /routes {
+    alias logs/routes.log;
+}
+--- request eval
+[(map { my $r = ::chat([::user(::text("Prompt $_", 500))]);
+        $r =~ s{^POST /v1/}{POST /fresh$_/v1/}; $r } 1 .. 12),
+ "GET /routes"]
+--- response_headers eval
+[("X-Prefix-Route: MISS 0 507") x 12, ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 12,
+ ::routes_where("12 fresh instances, 12 prompts: more than one backend",
+                sub { @_ == 12 && keys %{ ::count(@_) } > 1 })]
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+=== TEST 8: 4 users x 4 turns, interleaved: each user's turns stay on the backend of its turn 1, HIT on the whole previous turn
+--- main_config eval: $::MainConfig
+--- http_config eval: ::fleet()
+--- config eval: $::Proxy
+--- request eval
+[(map { ::chat($_) } ::four_users()), "GET /routes"]
+--- response_headers eval
+my @turns = ::four_users();
+[(map { "X-Prefix-Route: MISS 0 " . ::canon_len(@{ $turns[$_] }) } 0 .. 3),
+ # turn t of a user holds its turn t - 1, 4 requests earlier, in full blocks
+ (map { "X-Prefix-Route: HIT " . ::full_blocks(::canon_len(@{ $turns[$_ - 4] }))
+        . " " . ::canon_len(@{ $turns[$_] }) } 4 .. 15),
+ ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 16,
+ qr/\A(b[1-4])\ MISS\ [^\n]*\n (?!\1)(b[1-4])\ MISS\ [^\n]*\n
+      (?!\1|\2)(b[1-4])\ MISS\ [^\n]*\n (?!\1|\2|\3)(b[1-4])\ MISS\ [^\n]*\n
+      (?:\1\ HIT\ [^\n]*\n \2\ HIT\ [^\n]*\n \3\ HIT\ [^\n]*\n \4\ HIT\ [^\n]*\n){3}\z/x]
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+=== TEST 9: conversations stay on their backend even when it has done more recent work than others that hold their preamble
+# 4 users behind a shared 1 KB preamble: the first conversations stack on
+# the backend that got the preamble until its recent work outweighs it,
+# then a new one goes elsewhere.  From turn 2 on, if the busy backend's
+# recent work counted against its own conversations, they would move to
+# the less busy backend that also holds the preamble; a backend that holds
+# a conversation is not charged recent work, so every turn stays (only
+# queued work moves a conversation).
+--- main_config eval: $::MainConfig
+--- http_config eval: ::fleet()
+--- config eval: $::Proxy
+--- request eval
+[(map { ::chat($_) } ::four_users_preamble()), "GET /routes"]
+--- response_headers_like eval
+my @turns = ::four_users_preamble();
+["X-Prefix-Route: MISS 0 " . ::canon_len(@{ $turns[0] }),
+ (map { "X-Prefix-Route: (?:HIT 1024|SPILL 0) " . ::canon_len(@{ $turns[$_] }) } 1 .. 3),
+ (map { "X-Prefix-Route: HIT " . ::full_blocks(::canon_len(@{ $turns[$_ - 4] }))
+        . " " . ::canon_len(@{ $turns[$_] }) } 4 .. 15),
+ ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 16,
+ ::routes_where("turn 1s on 2 backends or more, one with 2 users or more; every turn on its turn 1's backend",
+                sub { my @b = @_;
+                      my $first = ::count(@b[0 .. 3]);
+                      @b == 16 && keys %$first >= 2 && ::max_count(@b[0 .. 3]) >= 2
+                      && !grep { $b[$_] ne $b[$_ % 4] } 4 .. 15 })]
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+=== TEST 10: two conversations that diverge after a shared beginning each continue on the backend holding their own longest prefix
+# A and B share a system prompt and a first question (553 bytes); A goes
+# on (turn 2), then B branches off with another answer and question.  The
+# backend of A holds only B's first 512 bytes and has done A's work, so B
+# goes elsewhere (SPILL); then A and B alternate, each on its own backend,
+# HIT on its whole previous turn.
+--- main_config eval: $::MainConfig
+--- http_config eval: ::fleet()
+--- config eval: $::Proxy
+--- request eval
+[(map { ::chat($_) } ::two_branches()), "GET /routes"]
+--- response_headers eval
+my @len = map { ::canon_len(@$_) } ::two_branches();
+# turn 1, A2, B2, A3, B3, A4, B4: A2 holds turn 1; B2 went elsewhere;
+# then each turn holds its own branch's previous turn
+["X-Prefix-Route: MISS 0 $len[0]",
+ "X-Prefix-Route: HIT " . ::full_blocks($len[0]) . " $len[1]",
+ "X-Prefix-Route: SPILL 0 $len[2]",
+ "X-Prefix-Route: HIT " . ::full_blocks($len[1]) . " $len[3]",
+ "X-Prefix-Route: HIT " . ::full_blocks($len[2]) . " $len[4]",
+ "X-Prefix-Route: HIT " . ::full_blocks($len[3]) . " $len[5]",
+ "X-Prefix-Route: HIT " . ::full_blocks($len[4]) . " $len[6]",
+ ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 7,
+ qr/\A(b[1-4])\ MISS\ [^\n]*\n \1\ HIT\ [^\n]*\n (?!\1)(b[1-4])\ SPILL\ [^\n]*\n
+      \1\ HIT\ [^\n]*\n \2\ HIT\ [^\n]*\n \1\ HIT\ [^\n]*\n \2\ HIT\ [^\n]*\n\z/x]
+--- no_error_log
+[error]
+[alert]
+[crit]

@@ -1,0 +1,429 @@
+# The four API shapes (OpenAI Chat Completions, legacy Completions,
+# Anthropic Messages, OpenAI Responses) and the canonical prompt of
+# docs/design.md: the same prompt sent twice is a MISS and then a HIT on
+# the same backend, $prefix_route_length is the length of the canonical
+# prompt worked out by hand below, and what changes the prompt's identity
+# (an image, the tools, a tool call id, cache_salt, the model, message
+# boundaries) is not a full match.
+#
+# The canonical prompt: a segment (message, tools list, prompt) starts with
+# RS (0x1E) and its role; each field with US (0x1F) and a tag: "n" name,
+# "c" content, "t" tool_calls, "i" tool_call_id; in a content array, a text
+# part is GS (0x1D) and its text, any other part FS (0x1C), a digest of
+# 16 hex digits and its JSON with sorted keys and no whitespace.  Only full 64-byte blocks are indexed,
+# so a request matches at most the full blocks of the one before.
+#
+# Each backend answers with its name.  The proxy location logs one line per
+# request to logs/routes.log, "backend status match length", and a final
+# GET /routes returns that log to check which backend served each request.
+use Test::Nginx::Socket 'no_plan';
+use POSIX qw(floor);
+
+no_shuffle();
+
+our ($RS, $US, $GS, $FS) = ("\x1e", "\x1f", "\x1d", "\x1c");
+
+# stands for the digest of a non-text part when counting bytes
+our $DIGEST = "0" x 16;
+
+# $len bytes of filler text starting with $tag
+sub text {
+    my ($tag, $len) = @_;
+    my ($s, $i) = ("", 0);
+    $s .= "$tag w" . $i++ . " " while length $s < $len;
+    return substr $s, 0, $len;
+}
+
+our $SYSTEM   = text("You are a careful contracts lawyer", 700);
+our $QUESTION = text("What does clause 7 of the lease say", 500);
+our $DOC      = text("The lease agreement between", 600);
+
+# bytes of a prompt of $len bytes held in full 64-byte blocks
+sub full_blocks { floor($_[0] / 64) * 64 }
+
+sub post { my ($uri, $json) = @_; "POST $uri\n$json" }
+
+# X-Prefix-Route of a prompt of $len bytes sent twice, and of GET /routes
+sub miss_then_hit {
+    my $len = shift;
+    return ["X-Prefix-Route: MISS 0 $len",
+            "X-Prefix-Route: HIT " . full_blocks($len) . " $len", ""];
+}
+
+# the routes log of a prompt sent twice: a MISS and a HIT of the same
+# length on one backend (the headers check the numbers)
+our $SameBackendTwice = qr/\A(b[1-4]) MISS 0 (\d+)\n\1 HIT \d+ \2\n\z/;
+
+our $MainConfig = <<'_EOC_';
+load_module $TEST_NGINX_MODULE;
+_EOC_
+
+our $HttpConfig = <<'_EOC_';
+upstream llm {
+    prefix_route zone=llm:1m;
+    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
+    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2;
+    server 127.0.0.1:$TEST_NGINX_RAND_PORT_3;
+    server 127.0.0.1:$TEST_NGINX_RAND_PORT_4;
+}
+map $upstream_addr $backend {
+    default $upstream_addr;
+    127.0.0.1:$TEST_NGINX_RAND_PORT_1 b1;
+    127.0.0.1:$TEST_NGINX_RAND_PORT_2 b2;
+    127.0.0.1:$TEST_NGINX_RAND_PORT_3 b3;
+    127.0.0.1:$TEST_NGINX_RAND_PORT_4 b4;
+}
+log_format route '$backend $prefix_route_status $prefix_route_match $prefix_route_length';
+server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 200 "b1\n"; }
+server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; return 200 "b2\n"; }
+server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_3; return 200 "b3\n"; }
+server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_4; return 200 "b4\n"; }
+_EOC_
+
+our $Config = <<'_EOC_';
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
+    access_log logs/routes.log route;
+}
+location = /routes {
+    alias logs/routes.log;
+}
+_EOC_
+
+# every block runs with the configuration above, unless it has its own, and
+# checks that error.log has no [error], [alert] or [crit] line
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(main_config => $MainConfig) unless defined $block->main_config;
+    $block->set_value(http_config => $HttpConfig) unless defined $block->http_config;
+    $block->set_value(config => $Config) unless defined $block->config;
+    $block->set_value(no_error_log => "[error]\n[alert]\n[crit]\n")
+        unless defined $block->no_error_log;
+});
+
+run_tests();
+
+__DATA__
+
+=== TEST 1: chat, one user message with a content string: MISS then HIT on the same backend, length RS "user" US "c" + text
+--- request eval
+my $body = qq|{"model":"m","messages":[{"role":"user","content":"$::QUESTION"}]}|;
+[::post("/v1/chat/completions", $body), ::post("/v1/chat/completions", $body), "GET /routes"]
+--- response_headers eval
+# worked out by hand: 1 + 4 + 2 + 500 = 507 bytes, 7 full blocks = 448
+my $canon = "\x1e" . "user" . "\x1f" . "c" . $::QUESTION;
+die "unexpected length" unless length($canon) == 507;
+["X-Prefix-Route: MISS 0 507", "X-Prefix-Route: HIT 448 507", ""]
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", qr/\A(b[1-4]) MISS 0 507\n\1 HIT 448 507\n\z/]
+
+
+
+=== TEST 2: chat, system and user messages: the canonical prompt is both messages in order
+--- request eval
+my $body = qq|{"model":"m","messages":[{"role":"system","content":"$::SYSTEM"},|
+           . qq|{"role":"user","content":"$::QUESTION"}]}|;
+[::post("/v1/chat/completions", $body), ::post("/v1/chat/completions", $body), "GET /routes"]
+--- response_headers eval
+::miss_then_hit(length "$::RS" . "system$::US" . "c$::SYSTEM$::RS" . "user$::US" . "c$::QUESTION")
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+
+
+
+=== TEST 3: chat, JSON whitespace, key order and sampling parameters do not change the prompt
+--- request eval
+my $compact = qq|{"model":"m","temperature":0,"messages":[{"role":"system","content":"$::SYSTEM"},|
+              . qq|{"role":"user","content":"$::QUESTION"}]}|;
+my $pretty = qq|{\n  "messages": [\n    { "content": "$::SYSTEM", "role": "system" },\n|
+             . qq|    { "content" : "$::QUESTION",\t"role" : "user", "id": "msg-2" }\n  ],\n|
+             . qq|  "stream": true, "max_tokens": 100, "temperature": 0.7,\n  "model": "m"\n}\n|;
+[::post("/v1/chat/completions", $compact), ::post("/v1/chat/completions", $pretty), "GET /routes"]
+--- response_headers eval
+::miss_then_hit(length "$::RS" . "system$::US" . "c$::SYSTEM$::RS" . "user$::US" . "c$::QUESTION")
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+
+
+
+=== TEST 4: chat, content parts (text and image_url): a text part is GS and its text, the image FS and its canonical JSON
+--- request eval
+my $body = qq|{"model":"m","messages":[{"role":"user","content":[|
+           . qq|{"type":"text","text":"$::QUESTION"},|
+           . qq|{"type":"image_url","image_url":{"url":"https://img.example/lease-page-1.png"}}]}]}|;
+[::post("/v1/chat/completions", $body), ::post("/v1/chat/completions", $body), "GET /routes"]
+--- response_headers eval
+my $image = '{"image_url":{"url":"https://img.example/lease-page-1.png"},"type":"image_url"}';
+::miss_then_hit(length "$::RS" . "user$::US" . "c$::GS$::QUESTION$::FS$::DIGEST$image")
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+
+
+
+=== TEST 5: chat, an image first: another image URL is another prompt (MISS)
+--- request eval
+my @body = map { qq|{"model":"m","messages":[{"role":"user","content":[|
+                 . qq|{"type":"image_url","image_url":{"url":"https://img.example/page-$_.png"}},|
+                 . qq|{"type":"text","text":"$::QUESTION"}]}]}| } 1, 2;
+[::post("/v1/chat/completions", $body[0]), ::post("/v1/chat/completions", $body[1]), "GET /routes"]
+--- response_headers eval
+# the two prompts share their first 54 bytes: no full block
+my $image = '{"image_url":{"url":"https://img.example/page-1.png"},"type":"image_url"}';
+my $len = length "$::RS" . "user$::US" . "c$::FS$::DIGEST$image$::GS$::QUESTION";
+["X-Prefix-Route: MISS 0 $len", "X-Prefix-Route: MISS 0 $len", ""]
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", qr/\Ab[1-4] MISS 0 \d+\nb[1-4] MISS 0 \d+\n\z/]
+
+
+
+=== TEST 6: chat, text then an image: another image URL matches only the blocks before the image
+# The image part is FS, a 16-hex-digit digest, then its JSON: the two
+# prompts differ from the digest on, so only the text's 9 blocks match
+# even though the two URLs share their first 46 bytes.
+--- request eval
+my @body = map { qq|{"model":"m","messages":[{"role":"user","content":[|
+                 . qq|{"type":"text","text":"$::DOC"},|
+                 . qq|{"type":"image_url","image_url":{"url":"https://img.example/page-$_.png"}}]}]}| } 1, 2;
+[::post("/v1/chat/completions", $body[0]), ::post("/v1/chat/completions", $body[1]), "GET /routes"]
+--- response_headers eval
+my $image = '{"image_url":{"url":"https://img.example/page-1.png"},"type":"image_url"}';
+my $before = length "$::RS" . "user$::US" . "c$::GS$::DOC";         # 608
+my $len = length "$::RS" . "user$::US" . "c$::GS$::DOC$::FS$::DIGEST$image";
+["X-Prefix-Route: MISS 0 $len",
+ "X-Prefix-Route: HIT " . ::full_blocks($before) . " $len", ""]
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", qr/\A(b[1-4]) MISS 0 \d+\n\1 HIT 576 \d+\n\z/]
+
+
+
+=== TEST 7: chat with tools: the tools come first, as FS and their canonical JSON; the same tools again is a HIT
+--- request eval
+my $tools = '[{"type":"function","function":{"name":"get_clause","description":"Fetch a clause of the lease",'
+          . '"parameters":{"type":"object","properties":{"number":{"type":"integer"}}}}}]';
+my $body = qq|{"model":"m","tools":$tools,"messages":[{"role":"user","content":"$::QUESTION"}]}|;
+[::post("/v1/chat/completions", $body), ::post("/v1/chat/completions", $body), "GET /routes"]
+--- response_headers eval
+my $tools = '[{"function":{"description":"Fetch a clause of the lease","name":"get_clause",'
+          . '"parameters":{"properties":{"number":{"type":"integer"}},"type":"object"}},"type":"function"}]';
+::miss_then_hit(length "$::RS" . "tools$::US" . "c$::FS$tools$::RS" . "user$::US" . "c$::QUESTION")
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+
+
+
+=== TEST 8: chat, the same messages with other tools are another prompt (MISS)
+--- request eval
+my @body = map { qq|{"model":"m","tools":[{"type":"function","function":{"name":"get_clause",|
+                 . qq|"description":"$_","parameters":{"type":"object"}}}],|
+                 . qq|"messages":[{"role":"user","content":"$::QUESTION"}]}| }
+               "Fetch a clause of the lease", "Search the lease for a word";
+[::post("/v1/chat/completions", $body[0]), ::post("/v1/chat/completions", $body[1]), "GET /routes"]
+--- response_headers eval
+# the two prompts share their first 38 bytes: no full block
+my @len = map { length "$::RS" . "tools$::US" . "c$::FS"
+                       . qq([{"function":{"description":"$_","name":"get_clause",)
+                       . qq("parameters":{"type":"object"}},"type":"function"}])
+                       . "$::RS" . "user$::US" . "c$::QUESTION" }
+              "Fetch a clause of the lease", "Search the lease for a word";
+["X-Prefix-Route: MISS 0 $len[0]", "X-Prefix-Route: MISS 0 $len[1]", ""]
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", qr/\Ab[1-4] MISS 0 \d+\nb[1-4] MISS 0 \d+\n\z/]
+
+
+
+=== TEST 9: chat, name, tool_calls and tool_call_id are fields of their messages, in that order; another tool_call_id matches up to it
+--- request eval
+my $call = '[{"id":"call_7","type":"function","function":{"name":"get_clause","arguments":"{\"number\":7}"}}]';
+my @body = map { qq|{"model":"m","messages":[|
+                 . qq|{"role":"user","name":"alice","content":"$::QUESTION"},|
+                 . qq|{"role":"assistant","content":null,"tool_calls":$call},|
+                 . qq|{"role":"tool","content":"$::DOC","name":"get_clause","tool_call_id":"$_"}]}| }
+               "call_7", "call_7", "call_8";
+[(map { ::post("/v1/chat/completions", $_) } @body), "GET /routes"]
+--- response_headers eval
+my $call = '[{"function":{"arguments":"{\"number\":7}","name":"get_clause"},"id":"call_7","type":"function"}]';
+my $upto = "$::RS" . "user$::US" . "nalice$::US" . "c$::QUESTION"
+         . "$::RS" . "assistant$::US" . "t$::FS$call"
+         . "$::RS" . "tool$::US" . "nget_clause$::US" . "c$::DOC$::US" . "icall_";
+my $len = length($upto) + 1;
+["X-Prefix-Route: MISS 0 $len",
+ "X-Prefix-Route: HIT " . ::full_blocks($len) . " $len",
+ "X-Prefix-Route: HIT " . ::full_blocks(length $upto) . " $len",
+ ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 3, qr/\A(b[1-4]) MISS 0 \d+\n\1 HIT \d+ \d+\n\1 HIT \d+ \d+\n\z/]
+
+
+
+=== TEST 10: legacy completions, prompt string: one segment RS "prompt" US "c" and the text
+--- request eval
+my $body = qq|{"model":"m","prompt":"$::DOC","max_tokens":16}|;
+[::post("/v1/completions", $body), ::post("/v1/completions", $body), "GET /routes"]
+--- response_headers eval
+# 1 + 6 + 2 + 600 = 609 bytes, 9 full blocks = 576
+my $len = length "$::RS" . "prompt$::US" . "c$::DOC";
+die "unexpected length" unless $len == 609;
+["X-Prefix-Route: MISS 0 609", "X-Prefix-Route: HIT 576 609", ""]
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", qr/\A(b[1-4]) MISS 0 609\n\1 HIT 576 609\n\z/]
+
+
+
+=== TEST 11: legacy completions, prompt array: one segment per element, a token id list as FS and its JSON
+--- request eval
+my $body = qq|{"model":"m","prompt":["$::DOC","$::QUESTION",[101,2023,2003]]}|;
+[::post("/v1/completions", $body), ::post("/v1/completions", $body), "GET /routes"]
+--- response_headers eval
+::miss_then_hit(length "$::RS" . "prompt$::US" . "c$::DOC"
+                     . "$::RS" . "prompt$::US" . "c$::QUESTION"
+                     . "$::RS" . "prompt$::US" . "c$::FS" . "[101,2023,2003]")
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+
+
+
+=== TEST 12: Anthropic messages, system string: a system segment, then the messages
+--- request eval
+my $body = qq|{"model":"m","max_tokens":256,"system":"$::SYSTEM",|
+           . qq|"messages":[{"role":"user","content":"$::QUESTION"}]}|;
+[::post("/v1/messages", $body), ::post("/v1/messages", $body), "GET /routes"]
+--- response_headers eval
+::miss_then_hit(length "$::RS" . "system$::US" . "c$::SYSTEM$::RS" . "user$::US" . "c$::QUESTION")
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+
+
+
+=== TEST 13: an Anthropic system string and a Chat Completions system message are the same prompt
+--- request eval
+my $anthropic = qq|{"model":"m","max_tokens":256,"system":"$::SYSTEM",|
+                . qq|"messages":[{"role":"user","content":"$::QUESTION"}]}|;
+my $openai = qq|{"model":"m","messages":[{"role":"system","content":"$::SYSTEM"},|
+             . qq|{"role":"user","content":"$::QUESTION"}]}|;
+[::post("/v1/messages", $anthropic), ::post("/v1/chat/completions", $openai), "GET /routes"]
+--- response_headers eval
+::miss_then_hit(length "$::RS" . "system$::US" . "c$::SYSTEM$::RS" . "user$::US" . "c$::QUESTION")
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+
+
+
+=== TEST 14: Anthropic messages, system blocks and content blocks: text blocks are text parts, cache_control is left out
+--- request eval
+my $body = qq|{"model":"m","max_tokens":256,|
+           . qq|"system":[{"type":"text","text":"$::SYSTEM","cache_control":{"type":"ephemeral"}}],|
+           . qq|"messages":[{"role":"user","content":[{"type":"text","text":"$::QUESTION"}]}]}|;
+[::post("/v1/messages", $body), ::post("/v1/messages", $body), "GET /routes"]
+--- response_headers eval
+::miss_then_hit(length "$::RS" . "system$::US" . "c$::GS$::SYSTEM$::RS" . "user$::US" . "c$::GS$::QUESTION")
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+
+
+
+=== TEST 15: Anthropic messages with tools, tool_use and tool_result blocks: tools first, tool blocks as FS and their JSON
+--- request eval
+my $body = qq|{"model":"m","max_tokens":256,"system":"$::SYSTEM",|
+           . qq|"tools":[{"name":"get_clause","description":"Fetch a clause of the lease",|
+           . qq|"input_schema":{"type":"object","properties":{"number":{"type":"integer"}}}}],|
+           . qq|"messages":[{"role":"user","content":"$::QUESTION"},|
+           . qq|{"role":"assistant","content":[{"type":"text","text":"Let me look."},|
+           . qq|{"type":"tool_use","id":"toolu_1","name":"get_clause","input":{"number":7}}]},|
+           . qq|{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"$::DOC"}]}]}|;
+[::post("/v1/messages", $body), ::post("/v1/messages", $body), "GET /routes"]
+--- response_headers eval
+my $tools = '[{"description":"Fetch a clause of the lease","input_schema":{"properties":'
+          . '{"number":{"type":"integer"}},"type":"object"},"name":"get_clause"}]';
+my $use = '{"id":"toolu_1","input":{"number":7},"name":"get_clause","type":"tool_use"}';
+my $result = qq({"content":"$::DOC","tool_use_id":"toolu_1","type":"tool_result"});
+::miss_then_hit(length "$::RS" . "tools$::US" . "c$::FS$tools"
+                     . "$::RS" . "system$::US" . "c$::SYSTEM"
+                     . "$::RS" . "user$::US" . "c$::QUESTION"
+                     . "$::RS" . "assistant$::US" . "c$::GS" . "Let me look.$::FS$::DIGEST$use"
+                     . "$::RS" . "user$::US" . "c$::FS$::DIGEST$result")
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+
+
+
+=== TEST 16: Responses, instructions and an input string: a system segment and a user segment
+--- request eval
+my $body = qq|{"model":"m","instructions":"$::SYSTEM","input":"$::QUESTION"}|;
+[::post("/v1/responses", $body), ::post("/v1/responses", $body), "GET /routes"]
+--- response_headers eval
+::miss_then_hit(length "$::RS" . "system$::US" . "c$::SYSTEM$::RS" . "user$::US" . "c$::QUESTION")
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+
+
+
+=== TEST 17: Responses, input items: a message item as a message, other items as their type and their JSON
+--- request eval
+my $body = qq|{"model":"m","input":[|
+           . qq|{"type":"message","role":"user","content":[{"type":"input_text","text":"$::QUESTION"}]},|
+           . qq|{"type":"function_call","call_id":"call_7","name":"get_clause","arguments":"{\\"number\\":7}"},|
+           . qq|{"type":"function_call_output","call_id":"call_7","output":"$::DOC"}]}|;
+[::post("/v1/responses", $body), ::post("/v1/responses", $body), "GET /routes"]
+--- response_headers eval
+my $call = '{"arguments":"{\"number\":7}","call_id":"call_7","name":"get_clause","type":"function_call"}';
+my $output = qq({"call_id":"call_7","output":"$::DOC","type":"function_call_output"});
+::miss_then_hit(length "$::RS" . "user$::US" . "c$::GS$::QUESTION"
+                     . "$::RS" . "function_call$::US" . "c$::FS$call"
+                     . "$::RS" . "function_call_output$::US" . "c$::FS$output")
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+
+
+
+=== TEST 18: cache_salt: another tenant's salt is a MISS, the same salt a HIT on the first tenant's backend
+--- request eval
+my @body = map { qq|{"model":"m","cache_salt":"$_","messages":[{"role":"user","content":"$::QUESTION"}]}| }
+               "tenant-a", "tenant-b", "tenant-a";
+[(map { ::post("/v1/chat/completions", $_) } @body), "GET /routes"]
+--- response_headers eval
+["X-Prefix-Route: MISS 0 507", "X-Prefix-Route: MISS 0 507", "X-Prefix-Route: HIT 448 507", ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 3, qr/\A(b[1-4]) MISS 0 507\nb[1-4] MISS 0 507\n\1 HIT 448 507\n\z/]
+
+
+
+=== TEST 19: cache_salt null is no salt, an empty cache_salt is a salt
+--- request eval
+my @body = map { qq|{"model":"m",$_"messages":[{"role":"user","content":"$::QUESTION"}]}| }
+               "", '"cache_salt":null,', '"cache_salt":"",';
+[(map { ::post("/v1/chat/completions", $_) } @body), "GET /routes"]
+--- response_headers eval
+["X-Prefix-Route: MISS 0 507", "X-Prefix-Route: HIT 448 507", "X-Prefix-Route: MISS 0 507", ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 3, qr/\A(b[1-4]) MISS 0 507\n\1 HIT 448 507\nb[1-4] MISS 0 507\n\z/]
+
+
+
+=== TEST 20: another model is a MISS, the first model again a HIT on its backend
+--- request eval
+my @body = map { qq|{"model":"$_","messages":[{"role":"user","content":"$::QUESTION"}]}| }
+               "llama-3-8b", "qwen-2.5-7b", "llama-3-8b";
+[(map { ::post("/v1/chat/completions", $_) } @body), "GET /routes"]
+--- response_headers eval
+["X-Prefix-Route: MISS 0 507", "X-Prefix-Route: MISS 0 507", "X-Prefix-Route: HIT 448 507", ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 3, qr/\A(b[1-4]) MISS 0 507\nb[1-4] MISS 0 507\n\1 HIT 448 507\n\z/]
+
+
+
+=== TEST 21: message boundaries: the same text as two user messages instead of one matches only up to the boundary
+--- request eval
+my ($a, $b) = (::text("First part", 1000), ::text("Second part", 100));
+my $one = qq|{"model":"m","messages":[{"role":"user","content":"$a$b"}]}|;
+my $two = qq|{"model":"m","messages":[{"role":"user","content":"$a"},{"role":"user","content":"$b"}]}|;
+[::post("/v1/chat/completions", $one), ::post("/v1/chat/completions", $two), "GET /routes"]
+--- response_headers eval
+my ($a, $b) = (::text("First part", 1000), ::text("Second part", 100));
+my $one = "$::RS" . "user$::US" . "c$a$b";                              # 1107
+my $two = "$::RS" . "user$::US" . "c$a$::RS" . "user$::US" . "c$b";     # 1114
+my $common = length "$::RS" . "user$::US" . "c$a";                      # 1007
+["X-Prefix-Route: MISS 0 " . length($one),
+ "X-Prefix-Route: HIT " . ::full_blocks($common) . " " . length($two), ""]
+--- response_body_like eval
+["^b[1-4]\n\$", "^b[1-4]\n\$", qr/\A(b[1-4]) MISS 0 1107\n\1 HIT 960 1114\n\z/]
