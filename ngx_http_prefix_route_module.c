@@ -341,10 +341,12 @@ static void
 ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx)
 {
+    off_t                              size;
     size_t                             max;
     json_t                            *root;
     ngx_int_t                          rc;
     ngx_uint_t                         n;
+    ngx_chain_t                       *cl;
     json_error_t                       err;
     ngx_http_request_body_t           *rb;
     ngx_http_prefix_route_body_t       body;
@@ -354,9 +356,15 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     prcf = ctx->conf;
     rb = r->request_body;
 
-    if (rb == NULL || rb->bufs == NULL || rb->rest > 0
-        || r->request_body_no_buffering)
-    {
+    size = 0;
+
+    if (rb != NULL && rb->rest == 0 && !r->request_body_no_buffering) {
+        for (cl = rb->bufs; cl; cl = cl->next) {
+            size += ngx_buf_size(cl->buf);
+        }
+    }
+
+    if (size == 0) {
         /* no body, or one still being read (proxy_request_buffering off) */
 
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
@@ -951,7 +959,7 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             if (size < NGX_HTTP_PREFIX_ROUTE_MIN_ZONE) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "zone \"%V\" is too small, "
-                                   "prefix_route needs at least %uk",
+                                   "prefix_route needs at least %uzk",
                                    &name,
                                    (size_t) NGX_HTTP_PREFIX_ROUTE_MIN_ZONE
                                    / 1024);

@@ -1,0 +1,226 @@
+# The prefix index lives in a shared memory zone that nginx keeps across a
+# reload when its name and size do not change, and servers are known by
+# their address: affinity survives "nginx -s reload", also when the server
+# list is reordered; a new zone size starts an empty index.
+#
+# HUP mode: each block reloads the running nginx (master process on) instead
+# of starting a new one, so the blocks share the zone and must run in order.
+# The backends listen on fixed ports, so that their names stay the same from
+# one block to the next.  On a fresh zone with idle backends the choice is a
+# hash of the prompt and the server names: the backends written below are
+# what that gives (found by running the tests); four distinct prompts sent
+# one after another spread over the four backends.
+use Test::Nginx::Socket 'no_plan';
+
+# four distinct prompts of about 1 KB
+sub chat {
+    my $name = shift;
+    my $text = "Conversation $name: let us talk about topic $name at length. " x 16;
+    return "POST /v1/chat/completions\n"
+           . "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"$text\"}]}";
+}
+
+# The runner counts a reload as done when the new workers answer; the old
+# ones may still accept a connection for a moment, and a request served by
+# them would see the previous zone.  Each block waits (--- init) until the
+# master has no worker left but the new one.
+sub wait_for_old_workers {
+    open my $in, '<', $Test::Nginx::Util::PidFile or die "no pid file: $!";
+    my ($master) = <$in> =~ /(\d+)/;
+    close $in;
+    for (1 .. 500) {
+        my @workers;
+        for my $stat (glob '/proc/[0-9]*/stat') {
+            open my $fh, '<', $stat or next;
+            my $line = <$fh> // '';
+            push @workers, $1 if $line =~ /^(\d+) \(.*\) \S+ (\d+) / && $2 == $master;
+        }
+        return if @workers <= 1;    # 0: no master process
+        select undef, undef, undef, 0.01;
+    }
+    die "the old nginx workers did not exit in 5 s\n";
+}
+
+use_hup();
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: a fresh zone: four distinct prompts A, B, C, D spread over the four backends
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- http_config
+upstream llm {
+    prefix_route zone=llm:1m;
+    server 127.0.0.1:19101;
+    server 127.0.0.1:19102;
+    server 127.0.0.1:19103;
+    server 127.0.0.1:19104;
+}
+server { listen 127.0.0.1:19101; return 200 "b1\n"; }
+server { listen 127.0.0.1:19102; return 200 "b2\n"; }
+server { listen 127.0.0.1:19103; return 200 "b3\n"; }
+server { listen 127.0.0.1:19104; return 200 "b4\n"; }
+--- init
+main::wait_for_old_workers();
+--- config
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
+}
+--- request eval
+[map { main::chat($_) } qw(A B C D)]
+--- response_headers_like eval
+[("X-Prefix-Route: MISS 0 \\d+") x 4]
+--- response_body eval
+["b1\n", "b2\n", "b4\n", "b3\n"]
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+=== TEST 2: after a reload with the same zone, D, C, B, A are HITs on the same backends as before
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- http_config
+upstream llm {
+    prefix_route zone=llm:1m;
+    server 127.0.0.1:19101;
+    server 127.0.0.1:19102;
+    server 127.0.0.1:19103;
+    server 127.0.0.1:19104;
+}
+server { listen 127.0.0.1:19101; return 200 "b1\n"; }
+server { listen 127.0.0.1:19102; return 200 "b2\n"; }
+server { listen 127.0.0.1:19103; return 200 "b3\n"; }
+server { listen 127.0.0.1:19104; return 200 "b4\n"; }
+--- init
+main::wait_for_old_workers();
+--- config
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
+}
+--- request eval
+[map { main::chat($_) } qw(D C B A)]
+--- response_headers_like eval
+[("X-Prefix-Route: HIT [1-9]\\d* \\d+") x 4]
+--- response_body eval
+["b3\n", "b4\n", "b2\n", "b1\n"]
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+=== TEST 3: a new zone size starts an empty index: D, C, B, A are MISSes and land elsewhere
+The same requests as the previous test on an empty index: C, B and A land
+on other backends than in the previous test (b4, b2, b1 there), which shows
+that the previous test did depend on the index kept across the reload.
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- http_config
+upstream llm {
+    prefix_route zone=llm:2m;
+    server 127.0.0.1:19101;
+    server 127.0.0.1:19102;
+    server 127.0.0.1:19103;
+    server 127.0.0.1:19104;
+}
+server { listen 127.0.0.1:19101; return 200 "b1\n"; }
+server { listen 127.0.0.1:19102; return 200 "b2\n"; }
+server { listen 127.0.0.1:19103; return 200 "b3\n"; }
+server { listen 127.0.0.1:19104; return 200 "b4\n"; }
+--- init
+main::wait_for_old_workers();
+--- config
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
+}
+--- request eval
+[map { main::chat($_) } qw(D C B A)]
+--- response_headers_like eval
+[("X-Prefix-Route: MISS 0 \\d+") x 4]
+--- response_body eval
+["b3\n", "b2\n", "b1\n", "b4\n"]
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+=== TEST 4: after a reload with the server list reordered, the prompts are HITs on the same backends
+Servers are known by their address, not their position: A, B, C, D go
+where the previous test sent them (b4, b1, b2, b3).
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- http_config
+upstream llm {
+    prefix_route zone=llm:2m;
+    server 127.0.0.1:19103;
+    server 127.0.0.1:19101;
+    server 127.0.0.1:19104;
+    server 127.0.0.1:19102;
+}
+server { listen 127.0.0.1:19101; return 200 "b1\n"; }
+server { listen 127.0.0.1:19102; return 200 "b2\n"; }
+server { listen 127.0.0.1:19103; return 200 "b3\n"; }
+server { listen 127.0.0.1:19104; return 200 "b4\n"; }
+--- init
+main::wait_for_old_workers();
+--- config
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
+}
+--- request eval
+[map { main::chat($_) } qw(A B C D)]
+--- response_headers_like eval
+[("X-Prefix-Route: HIT [1-9]\\d* \\d+") x 4]
+--- response_body eval
+["b4\n", "b1\n", "b2\n", "b3\n"]
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+=== TEST 5: after a reload without one server, its prompt is a MISS elsewhere and the others stay HITs
+A was on b4, which is gone: it goes to b1 (a MISS); B, C, D stay on b1, b2, b3.
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- http_config
+upstream llm {
+    prefix_route zone=llm:2m;
+    server 127.0.0.1:19101;
+    server 127.0.0.1:19102;
+    server 127.0.0.1:19103;
+}
+server { listen 127.0.0.1:19101; return 200 "b1\n"; }
+server { listen 127.0.0.1:19102; return 200 "b2\n"; }
+server { listen 127.0.0.1:19103; return 200 "b3\n"; }
+server { listen 127.0.0.1:19104; return 200 "b4\n"; }
+--- init
+main::wait_for_old_workers();
+--- config
+location /v1/ {
+    proxy_pass http://llm;
+    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
+}
+--- request eval
+[map { main::chat($_) } qw(A B C D)]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", ("X-Prefix-Route: HIT [1-9]\\d* \\d+") x 3]
+--- response_body eval
+["b1\n", "b1\n", "b2\n", "b3\n"]
+--- no_error_log
+[error]
+[alert]
+[crit]
