@@ -98,8 +98,8 @@ unit-test: all $(UNIT_TESTS)
 nginx-test: all
 	@inc="-I t/lib"; \
 	if perl -MTest::Nginx::Socket -e 1 2>/dev/null; then inc=""; fi; \
-	TEST_NGINX_BINARY=$(NGINX_BIN) \
-	TEST_NGINX_MODULE=$(CURDIR)/$(MODULE) \
+	export TEST_NGINX_BINARY=$(NGINX_BIN); \
+	export TEST_NGINX_MODULE=$(CURDIR)/$(MODULE); \
 	$(PROVE) $$inc t/ | tee $(BUILD)/nginx-test.log
 	@! grep -q '^Result: NOTESTS' $(BUILD)/nginx-test.log
 
