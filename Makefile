@@ -5,18 +5,29 @@
 #   make test       unit tests and the Test::Nginx suite (t/)
 #   make demo       route sample requests through 4 local backends
 #   make NGINX_SRC=/path/to/nginx-1.x.y
-#                   build against another nginx source tree; run its tests
-#                   with NGINX_BIN=/path/to/that/nginx
+#                   build against another nginx source tree (configured
+#                   --with-compat); "make test NGINX_SRC=..." also builds
+#                   that nginx's binary and runs the suite with it, unless
+#                   NGINX_BIN names another one
 #
 # "make deps" (run by all the above) installs the Debian packages the build
 # and the tests need when one is missing; it needs root for that.
 
 SHELL :=        /bin/bash
 
-NGINX_SRC ?=    /usr/share/nginx/src
-NGINX_BIN ?=    /usr/sbin/nginx
+DEBIAN_SRC =    /usr/share/nginx/src
+NGINX_SRC ?=    $(DEBIAN_SRC)
 BUILD ?=        build
 MODULE =        objs/ngx_http_prefix_route_module.so
+
+# one configured copy of each nginx source tree used
+NGX_BUILD =     $(BUILD)/nginx$(subst /,-,$(abspath $(NGINX_SRC)))
+
+ifeq ($(abspath $(NGINX_SRC)),$(DEBIAN_SRC))
+NGINX_BIN ?=    /usr/sbin/nginx
+else
+NGINX_BIN ?=    $(NGX_BUILD)/objs/nginx
+endif
 
 DEB_PACKAGES =  nginx nginx-dev libxxhash-dev libjansson-dev gcc make \
                 libtest-base-perl libtext-diff-perl libwww-perl \
@@ -34,12 +45,12 @@ LD_OPT =        -Wl,-z,relro -Wl,-z,now -fPIC
 
 UNIT_TESTS =    $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(wildcard t/unit/*.c))
 UNIT_CFLAGS =   -g -O1 -W -Wall -Wpointer-arith -Wno-unused-parameter -Werror \
-                -I $(BUILD)/nginx/src/core -I $(BUILD)/nginx/src/event \
-                -I $(BUILD)/nginx/src/os/unix \
-                -I $(BUILD)/nginx/objs -I src
+                -I $(NGX_BUILD)/src/core -I $(NGX_BUILD)/src/event \
+                -I $(NGX_BUILD)/src/os/unix \
+                -I $(NGX_BUILD)/objs -I src
 
 
-.PHONY: all deps test unit-test nginx-test demo clean
+.PHONY: all deps test unit-test nginx-test demo install clean FORCE
 
 all: deps $(MODULE)
 
@@ -60,12 +71,12 @@ deps:
 	        $$missing; \
 	fi
 
-$(BUILD)/nginx/objs/Makefile: $(NGINX_SRC)/configure config
-	rm -rf $(BUILD)/nginx
+$(NGX_BUILD)/objs/Makefile: $(NGINX_SRC)/configure config Makefile
+	rm -rf $(NGX_BUILD)
 	mkdir -p $(BUILD)
-	cp -r $(NGINX_SRC) $(BUILD)/nginx
-	cd $(BUILD)/nginx && \
-	flags=(--with-compat); \
+	cp -r $(NGINX_SRC) $(NGX_BUILD)
+	cd $(NGX_BUILD) && \
+	flags=(--with-compat --with-debug); \
 	if [ -f conf_flags ]; then . ./conf_flags; flags=("$${NGX_CONF_FLAGS[@]}"); fi; \
 	./configure "$${flags[@]}" \
 	    --with-cc-opt="$(CC_OPT)" --with-ld-opt="$(LD_OPT)" \
@@ -74,12 +85,18 @@ $(BUILD)/nginx/objs/Makefile: $(NGINX_SRC)/configure config
 $(NGINX_SRC)/configure:
 	@echo "no nginx source at NGINX_SRC=$(NGINX_SRC)"; exit 1
 
-$(MODULE): $(BUILD)/nginx/objs/Makefile $(SOURCES)
-	$(MAKE) -C $(BUILD)/nginx -f objs/Makefile modules
+# always asks the nginx build (which is incremental): objs/ then holds the
+# module built against the NGINX_SRC of the last make
+$(MODULE): $(NGX_BUILD)/objs/Makefile FORCE
+	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile modules
 	mkdir -p objs
-	cp $(BUILD)/nginx/objs/ngx_http_prefix_route_module.so $@
+	cmp -s $(NGX_BUILD)/objs/ngx_http_prefix_route_module.so $@ \
+	    || cp $(NGX_BUILD)/objs/ngx_http_prefix_route_module.so $@
 
-$(BUILD)/unit/%: t/unit/%.c src/*.c src/*.h $(BUILD)/nginx/objs/Makefile
+$(NGX_BUILD)/objs/nginx: $(NGX_BUILD)/objs/Makefile
+	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile binary
+
+$(BUILD)/unit/%: t/unit/%.c src/*.c src/*.h $(NGX_BUILD)/objs/Makefile
 	mkdir -p $(BUILD)/unit
 	$(CC) $(UNIT_CFLAGS) -o $@ $< src/ngx_http_prefix_route_prompt.c \
 	    src/ngx_http_prefix_route_hash.c src/ngx_http_prefix_route_choice.c \
@@ -95,7 +112,7 @@ unit-test: all $(UNIT_TESTS)
 
 # The suite runs under the real Test::Nginx::Socket when it is installed,
 # else under the runner bundled in t/lib.
-nginx-test: all
+nginx-test: all $(NGINX_BIN)
 	@inc="-I t/lib"; \
 	if perl -MTest::Nginx::Socket -e 1 2>/dev/null; then inc=""; fi; \
 	export TEST_NGINX_BINARY=$(NGINX_BIN); \
@@ -107,6 +124,12 @@ test: unit-test nginx-test
 
 demo: all
 	NGINX_BIN=$(NGINX_BIN) bench/demo $(CURDIR)/$(MODULE)
+
+MODULES_DIR ?=  /usr/lib/nginx/modules
+
+install: all
+	install -d $(DESTDIR)$(MODULES_DIR)
+	install -m 644 $(MODULE) $(DESTDIR)$(MODULES_DIR)/
 
 clean:
 	rm -rf $(BUILD) objs

@@ -25,7 +25,7 @@
  * Prefill work charged to a request besides its uncached prompt, in bytes
  * of prompt: the 15-30 ms fixed cost of a step measured for Llama-3-8B on
  * an H100 at 30-40 us a token is 500-750 tokens, ~2 KiB at 4 bytes a token
- * (../shared/docs/field-notes.md, "What the backends do").
+ * (figures collected in docs/design.md, "Choosing a peer").
  */
 #define NGX_HTTP_PREFIX_ROUTE_REQUEST_COST  2048
 
@@ -113,6 +113,7 @@ static void ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
 
 static ngx_int_t ngx_http_prefix_route_add_variables(ngx_conf_t *cf);
+static ngx_int_t ngx_http_prefix_route_check(ngx_conf_t *cf);
 static ngx_int_t ngx_http_prefix_route_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static void *ngx_http_prefix_route_create_conf(ngx_conf_t *cf);
@@ -123,7 +124,7 @@ static char *ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd,
 static ngx_command_t  ngx_http_prefix_route_commands[] = {
 
     { ngx_string("prefix_route"),
-      NGX_HTTP_UPS_CONF|NGX_CONF_1MORE,
+      NGX_HTTP_UPS_CONF|NGX_CONF_ANY,
       ngx_http_prefix_route,
       NGX_HTTP_SRV_CONF_OFFSET,
       0,
@@ -135,7 +136,7 @@ static ngx_command_t  ngx_http_prefix_route_commands[] = {
 
 static ngx_http_module_t  ngx_http_prefix_route_module_ctx = {
     ngx_http_prefix_route_add_variables,   /* preconfiguration */
-    NULL,                                  /* postconfiguration */
+    ngx_http_prefix_route_check,           /* postconfiguration */
 
     NULL,                                  /* create main configuration */
     NULL,                                  /* init main configuration */
@@ -356,17 +357,22 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     prcf = ctx->conf;
     rb = r->request_body;
 
+    if (rb != NULL && (rb->rest > 0 || r->request_body_no_buffering)) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "prefix_route: request body is still being read "
+                      "(proxy_request_buffering off?), round robin");
+        return;
+    }
+
     size = 0;
 
-    if (rb != NULL && rb->rest == 0 && !r->request_body_no_buffering) {
+    if (rb != NULL) {
         for (cl = rb->bufs; cl; cl = cl->next) {
             size += ngx_buf_size(cl->buf);
         }
     }
 
     if (size == 0) {
-        /* no body, or one still being read (proxy_request_buffering off) */
-
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "prefix_route: no request body, round robin");
         return;
@@ -861,6 +867,51 @@ ngx_http_prefix_route_variable(ngx_http_request_t *r,
 }
 
 
+/*
+ * A balancing directive after prefix_route ("least_conn", "hash"...) takes
+ * the upstream over, as it does from any other method; nginx only warns,
+ * which would leave the zone unused and the variables empty without a
+ * word, so here it is an error.  Upstreams are initialised by now: the
+ * balancer's init has run if prefix_route is still in charge.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_check(ngx_conf_t *cf)
+{
+    ngx_uint_t                         i;
+    ngx_http_upstream_srv_conf_t     **uscfp;
+    ngx_http_upstream_main_conf_t     *umcf;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    umcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_module);
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+
+        if (uscfp[i]->srv_conf == NULL) {
+            /* an implicit upstream of proxy_pass with an address */
+            continue;
+        }
+
+        prcf = ngx_http_conf_upstream_srv_conf(uscfp[i],
+                                               ngx_http_prefix_route_module);
+
+        /* keepalive wraps the balancer and still calls its init */
+
+        if (prcf->shm_zone != NULL && prcf->peers == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "another load balancing method replaces "
+                          "\"prefix_route\" in upstream \"%V\" in %s:%ui",
+                          &uscfp[i]->host, uscfp[i]->file_name,
+                          uscfp[i]->line);
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
 static void *
 ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
 {
@@ -905,7 +956,7 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_str_t                     *value, name, s;
     ngx_int_t                      n;
     ngx_msec_t                     ms;
-    ngx_uint_t                     i;
+    ngx_uint_t                     i, j;
     ngx_http_upstream_srv_conf_t  *uscf;
 
     uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
@@ -928,6 +979,20 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ngx_str_null(&name);
 
     for (i = 1; i < cf->args->nelts; i++) {
+
+        for (j = 1; j < i; j++) {
+            p = (u_char *) ngx_strchr(value[j].data, '=');
+
+            if (p != NULL
+                && ngx_strncmp(value[i].data, value[j].data,
+                               p + 1 - value[j].data)
+                   == 0)
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "duplicate parameter \"%V\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+        }
 
         if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
 

@@ -664,35 +664,44 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\
 
 
 
-=== TEST 37: a balancer after prefix_route replaces it: requests are served, the variables are empty
-The header is sent with only its two separating spaces.  nginx warns "load balancing method redefined" (on stderr, before the error
-log is open) and least_conn balances; prefix_route sees no request.
+=== TEST 37: a balancer after prefix_route is an error, not a silent switch to least_conn
 --- main_config
 load_module $TEST_NGINX_MODULE;
 --- http_config
 upstream llm {
     prefix_route zone=llm:1m;
     least_conn;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2;
+    server 127.0.0.1:1;
 }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 200 "b1\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; return 200 "b2\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
+--- must_die
+--- error_log
+another load balancing method replaces "prefix_route" in upstream "llm"
+
+
+
+=== TEST 38: a bare prefix_route names the missing zone parameter
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- http_config
+upstream llm {
+    prefix_route;
+    server 127.0.0.1:1;
 }
---- request eval
-my $sys = "You are a careful assistant. " x 20;
-my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"$sys\"},{\"role\":\"user\",\"content\":\"hi\"}]}";
-[$req, $req]
---- response_headers eval
-["X-Prefix-Route:", "X-Prefix-Route:"]
---- response_body eval
-["b1\n", "b2\n"]
---- no_error_log
-[error]
-[alert]
-[crit]
-prefix_route:
+--- must_die
+--- error_log
+"prefix_route" must have the "zone=name:size" parameter
+
+
+
+=== TEST 39: a parameter given twice is an error
+--- main_config
+load_module $TEST_NGINX_MODULE;
+--- http_config
+upstream llm {
+    prefix_route zone=llm:1m block=64 block=128;
+    server 127.0.0.1:1;
+}
+--- must_die
+--- error_log
+duplicate parameter "block=128"
+

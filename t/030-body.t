@@ -472,8 +472,8 @@ location / {
 ["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
 --- response_body eval
 ["$main::Chat20k\n", "$main::Chat20k\n"]
---- error_log
-prefix_route: no request body, round robin
+--- error_log eval
+qr/\[info\] .*prefix_route: request body is still being read \(proxy_request_buffering off\?\), round robin/
 --- no_error_log
 [error]
 [alert]
