@@ -446,6 +446,10 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ctx->key = ngx_http_prefix_route_hash(pr.buf, pr.key, pr.seed);
     ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
 
+    /* only the hashes are kept: the prompt text goes at once */
+
+    ngx_pfree(r->pool, pr.buf);
+
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "prefix_route: prompt %uz bytes, %ui blocks, "
                    "key %016xL, seed %016xL",
