@@ -86,12 +86,14 @@ $(NGINX_SRC)/configure:
 	@echo "no nginx source at NGINX_SRC=$(NGINX_SRC)"; exit 1
 
 # always asks the nginx build (which is incremental): objs/ then holds the
-# module built against the NGINX_SRC of the last make
+# module built against the NGINX_SRC of the last make; replaced by rename,
+# never rewritten under an nginx that has it loaded
 $(MODULE): $(NGX_BUILD)/objs/Makefile FORCE
 	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile modules
 	mkdir -p objs
 	cmp -s $(NGX_BUILD)/objs/ngx_http_prefix_route_module.so $@ \
-	    || cp $(NGX_BUILD)/objs/ngx_http_prefix_route_module.so $@
+	    || { cp $(NGX_BUILD)/objs/ngx_http_prefix_route_module.so $@.tmp \
+	         && mv -f $@.tmp $@; }
 
 $(NGX_BUILD)/objs/nginx: $(NGX_BUILD)/objs/Makefile
 	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile binary

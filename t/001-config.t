@@ -2,7 +2,27 @@
 # nginx with a message naming it (the C messages are in ngx_http_prefix_route()
 # of ngx_http_prefix_route_module.c), and valid configurations start and
 # serve requests.
+#
+# Every block loads the module (TEST 29 says it does not); a block that
+# serves requests proxies /v1/ to upstream llm, shows the routing variables
+# in X-Prefix-Route and expects no [error], [alert] or [crit] in error.log,
+# unless it says otherwise.  upstream(), backends() and proxy() are in
+# t/PrefixRoute.pm: upstream("zone=llm:1m block=8", 1) is upstream llm with
+# "prefix_route zone=llm:1m block=8;" and one server, backend 1.
 use Test::Nginx::Socket 'no_plan';
+use FindBin;
+use lib $FindBin::Bin;
+use PrefixRoute;
+
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(main_config => $LoadModule) unless defined $block->main_config;
+    if (!defined $block->must_die) {
+        $block->set_value(config => proxy()) unless defined $block->config;
+        $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
+    }
+    return $block;
+});
 
 no_shuffle();
 run_tests();
@@ -10,13 +30,7 @@ run_tests();
 __DATA__
 
 === TEST 1: prefix_route without the zone parameter
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route block=64;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("block=64", 1)
 --- must_die
 --- error_log
 [emerg]
@@ -25,13 +39,7 @@ upstream llm {
 
 
 === TEST 2: zone without a size
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm", 1)
 --- must_die
 --- error_log
 invalid zone size in "zone=llm", expected zone=name:size
@@ -39,13 +47,7 @@ invalid zone size in "zone=llm", expected zone=name:size
 
 
 === TEST 3: zone with a size that is not a size
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:lots;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:lots", 1)
 --- must_die
 --- error_log
 invalid zone "zone=llm:lots", expected zone=name:size
@@ -53,13 +55,7 @@ invalid zone "zone=llm:lots", expected zone=name:size
 
 
 === TEST 4: zone without a name
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=:1m;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=:1m", 1)
 --- must_die
 --- error_log
 invalid zone "zone=:1m", expected zone=name:size
@@ -67,13 +63,7 @@ invalid zone "zone=:1m", expected zone=name:size
 
 
 === TEST 5: zone smaller than 128k is refused
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:127k;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:127k", 1)
 --- must_die
 --- error_log
 [emerg]
@@ -82,13 +72,7 @@ zone "llm" is too small, prefix_route needs at least
 
 
 === TEST 6: the message for a zone smaller than 128k names the minimum
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:127k;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:127k", 1)
 --- must_die
 --- error_log
 zone "llm" is too small, prefix_route needs at least 128k
@@ -96,8 +80,6 @@ zone "llm" is too small, prefix_route needs at least 128k
 
 
 === TEST 7: the same zone in two upstreams
---- main_config
-load_module $TEST_NGINX_MODULE;
 --- http_config
 upstream one {
     prefix_route zone=llm:1m;
@@ -114,8 +96,6 @@ zone "llm" is already used by another prefix_route upstream
 
 
 === TEST 8: the same zone name with another size in a second upstream
---- main_config
-load_module $TEST_NGINX_MODULE;
 --- http_config
 upstream one {
     prefix_route zone=llm:1m;
@@ -132,8 +112,6 @@ the size 2097152 of shared memory zone "llm" conflicts with already declared siz
 
 
 === TEST 9: a zone name already used by another module
---- main_config
-load_module $TEST_NGINX_MODULE;
 --- http_config
 limit_req_zone $binary_remote_addr zone=llm:1m rate=1r/s;
 upstream llm {
@@ -147,13 +125,7 @@ the shared memory zone "llm" is already declared for a different use
 
 
 === TEST 10: block below 16 bytes
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m block=8;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m block=8", 1)
 --- must_die
 --- error_log
 invalid block size "block=8", it must be from 16 to 64k bytes
@@ -161,13 +133,7 @@ invalid block size "block=8", it must be from 16 to 64k bytes
 
 
 === TEST 11: block that is not a size
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m block=abc;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m block=abc", 1)
 --- must_die
 --- error_log
 invalid block size "block=abc", it must be from 16 to 64k bytes
@@ -175,13 +141,7 @@ invalid block size "block=abc", it must be from 16 to 64k bytes
 
 
 === TEST 12: block above 64k
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m block=65537 max_prefix=1m;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m block=65537 max_prefix=1m", 1)
 --- must_die
 --- error_log
 invalid block size "block=65537", it must be from 16 to 64k bytes
@@ -189,13 +149,7 @@ invalid block size "block=65537", it must be from 16 to 64k bytes
 
 
 === TEST 13: max_prefix of 0
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m max_prefix=0;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m max_prefix=0", 1)
 --- must_die
 --- error_log
 invalid max_prefix "max_prefix=0", it must be from 1 byte to 16m
@@ -203,13 +157,7 @@ invalid max_prefix "max_prefix=0", it must be from 1 byte to 16m
 
 
 === TEST 14: max_prefix above 16m
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m max_prefix=17m;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m max_prefix=17m", 1)
 --- must_die
 --- error_log
 invalid max_prefix "max_prefix=17m", it must be from 1 byte to 16m
@@ -217,13 +165,7 @@ invalid max_prefix "max_prefix=17m", it must be from 1 byte to 16m
 
 
 === TEST 15: max_prefix that is not a size
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m max_prefix=big;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m max_prefix=big", 1)
 --- must_die
 --- error_log
 invalid max_prefix "max_prefix=big", it must be from 1 byte to 16m
@@ -231,13 +173,7 @@ invalid max_prefix "max_prefix=big", it must be from 1 byte to 16m
 
 
 === TEST 16: max_prefix smaller than block
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m block=128 max_prefix=100;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m block=128 max_prefix=100", 1)
 --- must_die
 --- error_log
 max_prefix=100 is smaller than block=128
@@ -245,13 +181,7 @@ max_prefix=100 is smaller than block=128
 
 
 === TEST 17: max_prefix smaller than the default block
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m max_prefix=32;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m max_prefix=32", 1)
 --- must_die
 --- error_log
 max_prefix=32 is smaller than block=64
@@ -259,13 +189,7 @@ max_prefix=32 is smaller than block=64
 
 
 === TEST 18: capacity that is not a size
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m capacity=all;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m capacity=all", 1)
 --- must_die
 --- error_log
 invalid capacity "capacity=all"
@@ -273,13 +197,7 @@ invalid capacity "capacity=all"
 
 
 === TEST 19: negative capacity
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m capacity=-1m;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m capacity=-1m", 1)
 --- must_die
 --- error_log
 invalid capacity "capacity=-1m"
@@ -287,13 +205,7 @@ invalid capacity "capacity=-1m"
 
 
 === TEST 20: affinity above 10
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m affinity=11;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m affinity=11", 1)
 --- must_die
 --- error_log
 invalid affinity "affinity=11", it must be a number from 0 to 10
@@ -301,13 +213,7 @@ invalid affinity "affinity=11", it must be a number from 0 to 10
 
 
 === TEST 21: affinity that is not a number
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m affinity=x;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m affinity=x", 1)
 --- must_die
 --- error_log
 invalid affinity "affinity=x", it must be a number from 0 to 10
@@ -315,13 +221,7 @@ invalid affinity "affinity=x", it must be a number from 0 to 10
 
 
 === TEST 22: negative affinity
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m affinity=-1;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m affinity=-1", 1)
 --- must_die
 --- error_log
 invalid affinity "affinity=-1", it must be a number from 0 to 10
@@ -329,13 +229,7 @@ invalid affinity "affinity=-1", it must be a number from 0 to 10
 
 
 === TEST 23: decay that is not a time
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m decay=soon;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m decay=soon", 1)
 --- must_die
 --- error_log
 invalid decay "decay=soon"
@@ -343,13 +237,7 @@ invalid decay "decay=soon"
 
 
 === TEST 24: unknown parameter
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m blocks=64;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m blocks=64", 1)
 --- must_die
 --- error_log
 invalid parameter "blocks=64"
@@ -357,8 +245,6 @@ invalid parameter "blocks=64"
 
 
 === TEST 25: prefix_route in http{}
---- main_config
-load_module $TEST_NGINX_MODULE;
 --- http_config
 prefix_route zone=llm:1m;
 --- must_die
@@ -368,8 +254,6 @@ prefix_route zone=llm:1m;
 
 
 === TEST 26: prefix_route in a location
---- main_config
-load_module $TEST_NGINX_MODULE;
 --- config
 location /v1/ {
     prefix_route zone=llm:1m;
@@ -381,8 +265,6 @@ location /v1/ {
 
 
 === TEST 27: prefix_route after a server line
---- main_config
-load_module $TEST_NGINX_MODULE;
 --- http_config
 upstream llm {
     server 127.0.0.1:1;
@@ -395,8 +277,6 @@ upstream llm {
 
 
 === TEST 28: prefix_route twice in one upstream
---- main_config
-load_module $TEST_NGINX_MODULE;
 --- http_config
 upstream llm {
     prefix_route zone=llm:1m;
@@ -410,6 +290,8 @@ upstream llm {
 
 
 === TEST 29: without load_module the directive is unknown
+--- main_config
+# no load_module
 --- http_config
 upstream llm {
     prefix_route zone=llm:1m;
@@ -424,8 +306,6 @@ unknown directive "prefix_route"
 === TEST 30: another balancer before prefix_route is replaced, with a warning
 The warning is printed while the configuration is read; a later mistake
 makes nginx stop, so that what it printed can be checked.
---- main_config
-load_module $TEST_NGINX_MODULE;
 --- http_config
 upstream llm {
     least_conn;
@@ -446,8 +326,6 @@ load balancing method redefined
 
 
 === TEST 31: after least_conn, prefix_route is the balancer
---- main_config
-load_module $TEST_NGINX_MODULE;
 --- http_config
 upstream llm {
     least_conn;
@@ -455,11 +333,6 @@ upstream llm {
     server 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
 }
 server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 200 "b1\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
 --- request eval
 my $sys = "You are a careful assistant. " x 20;
 my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"$sys\"},{\"role\":\"user\",\"content\":\"hi\"}]}";
@@ -468,10 +341,6 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\
 ["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+"]
 --- response_body eval
 ["b1\n", "b1\n"]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
@@ -479,9 +348,8 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\
 The servers use weight, max_fails, fail_timeout, max_conns, down and backup,
 and keepalive wraps the balancer.  The down server and the backup are never
 chosen while the others are up: their names are b4 and b5.
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
+--- http_config eval
+<<'_EOC_' . ::backends(1 .. 5)
 log_format llm '$remote_addr "$request" $status $upstream_addr '
                'prefix=$prefix_route_status '
                'matched=$prefix_route_match/$prefix_route_length '
@@ -498,11 +366,7 @@ upstream vllm {
 
     keepalive 32;
 }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 200 "b1\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; return 200 "b2\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_3; return 200 "b3\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_4; return 200 "b4\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_5; return 200 "b5\n"; }
+_EOC_
 --- config
 access_log logs/llm.log llm;
 
@@ -539,21 +403,9 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"llama\",\"messages\":[{\"role
 === TEST 33: every parameter set to a valid non-default value
 block=48 and max_prefix=1k: a prompt of more than 1k is cut at 1024 bytes,
 and a repeat matches 21 whole blocks of 48 bytes, 1008 bytes.
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:256k block=48 max_prefix=1k capacity=64k affinity=2.5 decay=500ms;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2;
-}
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 200 "b1\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; return 200 "b2\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- http_config eval
+::upstream("zone=llm:256k block=48 max_prefix=1k capacity=64k affinity=2.5 decay=500ms", 1, 2)
+. ::backends(1, 2)
 --- request eval
 my $sys = "Summarise the following document in one line. " x 40;
 my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"$sys\"}]}";
@@ -562,10 +414,6 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\
 ["X-Prefix-Route: MISS 0 1024", "X-Prefix-Route: HIT 1008 1024"]
 --- response_body_like eval
 ["^b[12]\n\\z", "^b[12]\n\\z"]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
@@ -573,19 +421,8 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\
 zone=128k (the minimum), block=16, max_prefix=16 (= block), capacity=0,
 affinity=0, decay=0: a 40-byte prompt has 2 whole blocks of 16 bytes, and
 the prefix index still records them (affinity=0 only stops them counting).
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:128k block=16 max_prefix=16 capacity=0 affinity=0 decay=0;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
-}
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 200 "b1\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- http_config eval
+::upstream("zone=llm:128k block=16 max_prefix=16 capacity=0 affinity=0 decay=0", 1) . ::backends(1)
 --- request eval
 my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 40) . "\"}";
 [$req, $req]
@@ -593,45 +430,25 @@ my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 40) . 
 ["X-Prefix-Route: MISS 0 16", "X-Prefix-Route: HIT 16 16"]
 --- response_body eval
 ["b1\n", "b1\n"]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 35: the upper boundary values are accepted
 block=64k, max_prefix=16m, capacity=1024m, affinity=10, decay=1h
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m block=64k max_prefix=16m capacity=1024m affinity=10 decay=1h;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
-}
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 200 "b1\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- http_config eval
+::upstream("zone=llm:1m block=64k max_prefix=16m capacity=1024m affinity=10 decay=1h", 1) . ::backends(1)
 --- request eval
 "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 100) . "\"}"
 --- response_headers_like
 X-Prefix-Route: MISS 0 1\d\d
 --- response_body
 b1
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 36: with the upstream zone directive (peers in shared memory) prefix_route works
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
+--- http_config eval
+<<'_EOC_' . ::backends(1 .. 4)
 upstream llm {
     zone llm_peers 64k;
     prefix_route zone=llm:1m;
@@ -640,15 +457,7 @@ upstream llm {
     server 127.0.0.1:$TEST_NGINX_RAND_PORT_3 down;
     server 127.0.0.1:$TEST_NGINX_RAND_PORT_4 backup;
 }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 200 "b1\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; return 200 "b2\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_3; return 200 "b3\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_4; return 200 "b4\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+_EOC_
 --- request eval
 my $sys = "You are a careful assistant. " x 20;
 my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"$sys\"},{\"role\":\"user\",\"content\":\"hi\"}]}";
@@ -657,16 +466,10 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\
 ["X-Prefix-Route: MISS 0 598", "X-Prefix-Route: HIT 576 598", "X-Prefix-Route: BYPASS 0 0", "X-Prefix-Route: BYPASS 0 0"]
 --- response_body_like eval
 ["^b[12]\n\\z", "^b[12]\n\\z", "^b1\n\\z", "^b2\n\\z"]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 37: a balancer after prefix_route is an error, not a silent switch to least_conn
---- main_config
-load_module $TEST_NGINX_MODULE;
 --- http_config
 upstream llm {
     prefix_route zone=llm:1m;
@@ -680,13 +483,7 @@ another load balancing method replaces "prefix_route" in upstream "llm"
 
 
 === TEST 38: a bare prefix_route names the missing zone parameter
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("", 1)
 --- must_die
 --- error_log
 "prefix_route" must have the "zone=name:size" parameter
@@ -694,13 +491,7 @@ upstream llm {
 
 
 === TEST 39: a parameter given twice is an error
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m block=64 block=128;
-    server 127.0.0.1:1;
-}
+--- http_config eval: ::upstream("zone=llm:1m block=64 block=128", 1)
 --- must_die
 --- error_log
 duplicate parameter "block=128"

@@ -12,32 +12,33 @@
 # the canonical prompt of docs/design.md: a message with a string content is
 # RS, its role, US, "c", its text (see canon_len() below).
 use Test::Nginx::Socket 'no_plan';
-use JSON::PP ();
-use POSIX qw(floor);
+use FindBin;
+use lib $FindBin::Bin;
+use PrefixRoute qw(:DEFAULT :prompts);
 
 no_shuffle();
 
-our $JSON = JSON::PP->new->canonical(1);
-
-# "POST /v1/chat/completions" with a Chat Completions body
-sub chat {
-    my ($messages) = @_;
-    return "POST /v1/chat/completions\n"
-           . $JSON->encode({ model => "m", messages => $messages });
+# http_config: upstream "llm" with prefix_route over the 4 backends b1..b4,
+# the routes log's map of their names, and the backends; with sleep => $s,
+# a backend answers after $s seconds
+sub fleet {
+    my (%o) = @_;
+    return upstream(1 .. 4) . routes(1 .. 4) . backends({%o}, 1 .. 4);
 }
 
-sub sys  { { role => "system",    content => $_[0] } }
-sub user { { role => "user",      content => $_[0] } }
-sub asst { { role => "assistant", content => $_[0] } }
+our $Proxy = proxy(routes => 1);
 
-# $len bytes of filler text starting with $tag: texts with different tags
-# differ from their first bytes on
-sub text {
-    my ($tag, $len) = @_;
-    my ($s, $i) = ("", 0);
-    $s .= "$tag w" . $i++ . " " while length $s < $len;
-    return substr $s, 0, $len;
-}
+# every block runs with the configuration above (the echo module for the
+# slow backends and the concurrent subrequests of /fan), unless it has its
+# own, and checks that error.log has no [error], [alert] or [crit] line
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(main_config => $LoadModule . $LoadEcho) unless defined $block->main_config;
+    $block->set_value(http_config => fleet()) unless defined $block->http_config;
+    $block->set_value(config => $Proxy) unless defined $block->config;
+    $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
+    return $block;
+});
 
 # length of the canonical prompt of messages with string contents:
 # RS role US "c" content, per message
@@ -46,54 +47,6 @@ sub canon_len {
     $n += 1 + length($_->{role}) + 2 + length($_->{content}) for @_;
     return $n;
 }
-
-# bytes of a prompt of $len bytes held in full 64-byte blocks
-sub full_blocks { floor($_[0] / 64) * 64 }
-
-# http_config: upstream "llm" with prefix_route over $n backends named
-# b1..bN, the name map used by the routes log, and the backends; with
-# $sleep, a backend answers after that many seconds (echo module)
-sub fleet {
-    my (%o) = @_;
-    my $n = $o{n} // 4;
-    my $args = $o{args} // "zone=llm:1m";
-    my $c = "upstream llm {\n    prefix_route $args;\n";
-    $c .= "    server 127.0.0.1:\$TEST_NGINX_RAND_PORT_$_;\n" for 1 .. $n;
-    $c .= "}\n" . backends(%o);
-    return $c;
-}
-
-sub backends {
-    my (%o) = @_;
-    my $n = $o{n} // 4;
-    my $c = "map \$upstream_addr \$backend {\n    default \$upstream_addr;\n";
-    $c .= "    127.0.0.1:\$TEST_NGINX_RAND_PORT_$_ b$_;\n" for 1 .. $n;
-    $c .= "}\nlog_format route '\$backend \$prefix_route_status "
-          . "\$prefix_route_match \$prefix_route_length';\n";
-    for (1 .. $n) {
-        my $answer = $o{sleep} ? "location / { echo_sleep $o{sleep}; echo b$_; }"
-                               : "return 200 \"b$_\\n\";";
-        $c .= "server { listen 127.0.0.1:\$TEST_NGINX_RAND_PORT_$_; $answer }\n";
-    }
-    return $c;
-}
-
-our $MainConfig = <<'_EOC_';
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
-_EOC_
-
-our $Proxy = <<'_EOC_';
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-    log_subrequest on;
-    access_log logs/routes.log route;
-}
-location = /routes {
-    alias logs/routes.log;
-}
-_EOC_
 
 # a --- response_body_like pattern for GET /routes that matches when
 # $check->(@backends) is true, @backends being the first word of each
@@ -122,20 +75,6 @@ sub count {
 }
 
 sub max_count { my $n = count(@_); my ($m) = sort { $b <=> $a } values %$n; $m // 0 }
-
-# the config of a location that sends @bodies as concurrent POST
-# subrequests to /v1/chat/completions (the echo module)
-sub fan {
-    my ($uri, @bodies) = @_;
-    my $c = "location = $uri {\n";
-    for my $body (@bodies) {
-        die "a body cannot go into a single-quoted nginx string"
-            if $body =~ /['\\\$]/;
-        die "nginx takes parameters of up to 4 KB" if length $body > 4000;
-        $c .= "    echo_subrequest_async POST /v1/chat/completions -b '$body';\n";
-    }
-    return "$c}\n";
-}
 
 # TEST 8: 4 users x 4 turns, interleaved (user 1 turn 1, user 2 turn 1, ...
 # user 1 turn 2, ...); a turn is the whole history plus a new question
@@ -189,9 +128,6 @@ run_tests();
 __DATA__
 
 === TEST 1: 10 requests sharing a 2 KB system prompt go to one backend, HIT on the system prompt's 32 blocks from the second on
---- main_config eval: $::MainConfig
---- http_config eval: ::fleet()
---- config eval: $::Proxy
 --- request eval
 # RS "system" US "c" and 2039 bytes: 2048 bytes, 32 blocks
 my $system = ::text("You are a support agent", 2039);
@@ -206,10 +142,6 @@ my @len = map { 2048 + 7 + length } @q;
 --- response_body_like eval
 [("^b[1-4]\n\$") x 10,
  qr/\A(b[1-4]) MISS 0 \d+\n(?:\1 HIT 2048 \d+\n){9}\z/]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
@@ -218,13 +150,11 @@ my @len = map { 2048 + 7 + length } @q;
 # sends 12 requests with that system prompt at once, to backends that
 # answer after 0.5 s, so all 12 are placed while all are in flight.
 # Prompt: 2048 (system) + 7 (RS "user" US "c") + 53 (question) = 2108 bytes.
---- main_config eval: $::MainConfig
 --- http_config eval: ::fleet(sleep => 0.5)
 --- config eval
 my $system = ::text("You are a support agent", 2039);
 $::Proxy . ::fan("/fan", map {
-    $::JSON->encode({ model => "m", messages => [::sys($system),
-                      ::user(sprintf("Question %02d: ", $_) . ::text("q$_", 40))] })
+    ::chat_body([::sys($system), ::user(sprintf("Question %02d: ", $_) . ::text("q$_", 40))])
 } 1 .. 12)
 --- request eval
 my $system = ::text("You are a support agent", 2039);
@@ -242,10 +172,6 @@ my $system = ::text("You are a support agent", 2039);
  # read from every subrequest (no BYPASS), and load beat affinity (SPILL)
  qr/\A(b[1-4]) MISS 0 2108\n(?=[\s\S]*^b[1-4] SPILL 0 2108$)(?:b[1-4] (?:HIT 2048|SPILL 0) 2108\n){12}\z/m]
 --- timeout: 5
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
@@ -254,13 +180,11 @@ my $system = ::text("You are a support agent", 2039);
 # (its uncached tail plus the fixed cost of a request, about 2.1 KB of
 # work) is worth less than the prefix, so the second concurrent request
 # stays.  Prompt: 3072 (system) + 7 + 53 = 3132 bytes.
---- main_config eval: $::MainConfig
 --- http_config eval: ::fleet(sleep => 0.5)
 --- config eval
 my $system = ::text("You are a support agent", 3063);
 $::Proxy . ::fan("/fan", map {
-    $::JSON->encode({ model => "m", messages => [::sys($system),
-                      ::user(sprintf("Question %02d: ", $_) . ::text("q$_", 40))] })
+    ::chat_body([::sys($system), ::user(sprintf("Question %02d: ", $_) . ::text("q$_", 40))])
 } 1 .. 2)
 --- request eval
 my $system = ::text("You are a support agent", 3063);
@@ -274,17 +198,10 @@ my $system = ::text("You are a support agent", 3063);
  "^(b[1-4])\n\\1\n\$",
  qr/\A(b[1-4]) MISS 0 3132\n\1 HIT 3072 3132\n\1 HIT 3072 3132\n\z/]
 --- timeout: 5
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 4: 12 conversations behind a shared 1 KB preamble spread over at least 3 backends, none serves more than half
---- main_config eval: $::MainConfig
---- http_config eval: ::fleet()
---- config eval: $::Proxy
 --- request eval
 # RS "system" US "c" and 1015 bytes: 1024 bytes, 16 blocks
 my $preamble = ::text("Company policy", 1015);
@@ -299,17 +216,10 @@ my $preamble = ::text("Company policy", 1015);
 [("^b[1-4]\n\$") x 12,
  ::routes_where("at least 3 backends, none serves more than 6 of 12",
                 sub { @_ == 12 && keys %{ ::count(@_) } >= 3 && ::max_count(@_) <= 6 })]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 5: 8 distinct new prompts sent one after another spread over 4 idle backends: the first 4 on 4 backends, 2 each in the end
---- main_config eval: $::MainConfig
---- http_config eval: ::fleet()
---- config eval: $::Proxy
 --- request eval
 [(map { ::chat([::user(::text("Prompt $_", 500))]) } 1 .. 8), "GET /routes"]
 --- response_headers eval
@@ -319,34 +229,17 @@ my $preamble = ::text("Company policy", 1015);
  ::routes_where("the first 4 on 4 backends, the next 4 on 4 backends",
                 sub { @_ == 8 && keys %{ ::count(@_[0 .. 3]) } == 4
                       && keys %{ ::count(@_[4 .. 7]) } == 4 })]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 6: on two fresh instances with the same servers, the same first prompt lands on the same backend
 # Two upstreams with the same 4 servers and their own zones stand for two
 # nginx instances started with the same configuration.
---- main_config eval: $::MainConfig
 --- http_config eval
-my $c = "";
-for my $u ("llm_a", "llm_b") {
-    $c .= "upstream $u {\n    prefix_route zone=$u:1m;\n";
-    $c .= "    server 127.0.0.1:\$TEST_NGINX_RAND_PORT_$_;\n" for 1 .. 4;
-    $c .= "}\n";
-}
-$c . ::backends()
---- config
-location ~ ^/(?<fleet>llm_[ab])/ {
-    proxy_pass http://$fleet;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-    access_log logs/routes.log route;
-}
-location = /routes {
-    alias logs/routes.log;
-}
+::upstream("zone=llm_a:1m", 1 .. 4) . ::upstream("zone=llm_b:1m", 1 .. 4)
+. ::routes(1 .. 4) . ::backends(1 .. 4)
+--- config eval
+::proxy(path => '~ ^/(?<fleet>llm_[ab])/', to => '$fleet', routes => 1)
 --- request eval
 my $p = ::chat([::user(::text("Prompt A", 500))]);
 (my $a = $p) =~ s{^POST /v1/}{POST /llm_a/v1/};
@@ -357,10 +250,6 @@ my $p = ::chat([::user(::text("Prompt A", 500))]);
 --- response_body_like eval
 ["^b[1-4]\n\$", "^b[1-4]\n\$",
  qr/\A(b[1-4]) MISS 0 507\n\1 MISS 0 507\n\z/]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
@@ -368,24 +257,11 @@ my $p = ::chat([::user(::text("Prompt A", 500))]);
 # 12 fresh upstreams with the same 4 servers, each receiving one different
 # prompt: the tie between idle backends is broken by a hash of the prompt,
 # so they do not all land on one backend (all 12 on one: p = 4^-11).
---- main_config eval: $::MainConfig
 --- http_config eval
-my $c = "";
-for my $u (1 .. 12) {
-    $c .= "upstream fresh$u {\n    prefix_route zone=fresh$u:128k;\n";
-    $c .= "    server 127.0.0.1:\$TEST_NGINX_RAND_PORT_$_;\n" for 1 .. 4;
-    $c .= "}\n";
-}
-$c . ::backends()
---- config
-location ~ ^/(?<fleet>fresh\d+)/ {
-    proxy_pass http://$fleet;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-    access_log logs/routes.log route;
-}
-location = /routes {
-    alias logs/routes.log;
-}
+(CORE::join "", map { ::upstream("zone=fresh$_:128k", 1 .. 4) } 1 .. 12)
+. ::routes(1 .. 4) . ::backends(1 .. 4)
+--- config eval
+::proxy(path => '~ ^/(?<fleet>fresh\d+)/', to => '$fleet', routes => 1)
 --- request eval
 [(map { my $r = ::chat([::user(::text("Prompt $_", 500))]);
         $r =~ s{^POST /v1/}{POST /fresh$_/v1/}; $r } 1 .. 12),
@@ -396,17 +272,10 @@ location = /routes {
 [("^b[1-4]\n\$") x 12,
  ::routes_where("12 fresh instances, 12 prompts: more than one backend",
                 sub { @_ == 12 && keys %{ ::count(@_) } > 1 })]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 8: 4 users x 4 turns, interleaved: each user's turns stay on the backend of its turn 1, HIT on the whole previous turn
---- main_config eval: $::MainConfig
---- http_config eval: ::fleet()
---- config eval: $::Proxy
 --- request eval
 [(map { ::chat($_) } ::four_users()), "GET /routes"]
 --- response_headers eval
@@ -421,10 +290,6 @@ my @turns = ::four_users();
  qr/\A(b[1-4])\ MISS\ [^\n]*\n (?!\1)(b[1-4])\ MISS\ [^\n]*\n
       (?!\1|\2)(b[1-4])\ MISS\ [^\n]*\n (?!\1|\2|\3)(b[1-4])\ MISS\ [^\n]*\n
       (?:\1\ HIT\ [^\n]*\n \2\ HIT\ [^\n]*\n \3\ HIT\ [^\n]*\n \4\ HIT\ [^\n]*\n){3}\z/x]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
@@ -436,9 +301,6 @@ my @turns = ::four_users();
 # the less busy backend that also holds the preamble; a backend that holds
 # a conversation is not charged recent work, so every turn stays (only
 # queued work moves a conversation).
---- main_config eval: $::MainConfig
---- http_config eval: ::fleet()
---- config eval: $::Proxy
 --- request eval
 [(map { ::chat($_) } ::four_users_preamble()), "GET /routes"]
 --- response_headers_like eval
@@ -455,10 +317,6 @@ my @turns = ::four_users_preamble();
                       my $first = ::count(@b[0 .. 3]);
                       @b == 16 && keys %$first >= 2 && ::max_count(@b[0 .. 3]) >= 2
                       && !grep { $b[$_] ne $b[$_ % 4] } 4 .. 15 })]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
@@ -468,9 +326,6 @@ my @turns = ::four_users_preamble();
 # backend of A holds only B's first 512 bytes and has done A's work, so B
 # goes elsewhere (SPILL); then A and B alternate, each on its own backend,
 # HIT on its whole previous turn.
---- main_config eval: $::MainConfig
---- http_config eval: ::fleet()
---- config eval: $::Proxy
 --- request eval
 [(map { ::chat($_) } ::two_branches()), "GET /routes"]
 --- response_headers eval
@@ -489,7 +344,3 @@ my @len = map { ::canon_len(@$_) } ::two_branches();
 [("^b[1-4]\n\$") x 7,
  qr/\A(b[1-4])\ MISS\ [^\n]*\n \1\ HIT\ [^\n]*\n (?!\1)(b[1-4])\ SPILL\ [^\n]*\n
       \1\ HIT\ [^\n]*\n \2\ HIT\ [^\n]*\n \1\ HIT\ [^\n]*\n \2\ HIT\ [^\n]*\n\z/x]
---- no_error_log
-[error]
-[alert]
-[crit]

@@ -17,7 +17,9 @@
 # request to logs/routes.log, "backend status match length", and a final
 # GET /routes returns that log to check which backend served each request.
 use Test::Nginx::Socket 'no_plan';
-use POSIX qw(floor);
+use FindBin;
+use lib $FindBin::Bin;
+use PrefixRoute qw(:DEFAULT text full_blocks);
 
 no_shuffle();
 
@@ -26,22 +28,17 @@ our ($RS, $US, $GS, $FS) = ("\x1e", "\x1f", "\x1d", "\x1c");
 # stands for the digest of a non-text part when counting bytes
 our $DIGEST = "0" x 16;
 
-# $len bytes of filler text starting with $tag
-sub text {
-    my ($tag, $len) = @_;
-    my ($s, $i) = ("", 0);
-    $s .= "$tag w" . $i++ . " " while length $s < $len;
-    return substr $s, 0, $len;
-}
-
 our $SYSTEM   = text("You are a careful contracts lawyer", 700);
 our $QUESTION = text("What does clause 7 of the lease say", 500);
 our $DOC      = text("The lease agreement between", 600);
 
-# bytes of a prompt of $len bytes held in full 64-byte blocks
-sub full_blocks { floor($_[0] / 64) * 64 }
-
 sub post { my ($uri, $json) = @_; "POST $uri\n$json" }
+
+# the requests of a block that posts one body twice, then reads the routes log
+sub post_twice {
+    my ($uri, $json) = @_;
+    return [post($uri, $json), post($uri, $json), "GET /routes"];
+}
 
 # X-Prefix-Route of a prompt of $len bytes sent twice, and of GET /routes
 sub miss_then_hit {
@@ -50,56 +47,22 @@ sub miss_then_hit {
             "X-Prefix-Route: HIT " . full_blocks($len) . " $len", ""];
 }
 
-# the routes log of a prompt sent twice: a MISS and a HIT of the same
-# length on one backend (the headers check the numbers)
-our $SameBackendTwice = qr/\A(b[1-4]) MISS 0 (\d+)\n\1 HIT \d+ \2\n\z/;
+# the response bodies of post_twice(): the routes log shows a MISS and a HIT
+# of the same length on one backend (the headers check the numbers)
+our $SameBackendTwice = ["^b[1-4]\n\$", "^b[1-4]\n\$",
+                         qr/\A(b[1-4]) MISS 0 (\d+)\n\1 HIT \d+ \2\n\z/];
 
-our $MainConfig = <<'_EOC_';
-load_module $TEST_NGINX_MODULE;
-_EOC_
-
-our $HttpConfig = <<'_EOC_';
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_3;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_4;
-}
-map $upstream_addr $backend {
-    default $upstream_addr;
-    127.0.0.1:$TEST_NGINX_RAND_PORT_1 b1;
-    127.0.0.1:$TEST_NGINX_RAND_PORT_2 b2;
-    127.0.0.1:$TEST_NGINX_RAND_PORT_3 b3;
-    127.0.0.1:$TEST_NGINX_RAND_PORT_4 b4;
-}
-log_format route '$backend $prefix_route_status $prefix_route_match $prefix_route_length';
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 200 "b1\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; return 200 "b2\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_3; return 200 "b3\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_4; return 200 "b4\n"; }
-_EOC_
-
-our $Config = <<'_EOC_';
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-    access_log logs/routes.log route;
-}
-location = /routes {
-    alias logs/routes.log;
-}
-_EOC_
-
-# every block runs with the configuration above, unless it has its own, and
-# checks that error.log has no [error], [alert] or [crit] line
+# every block runs with upstream llm over the 4 backends b1..b4 and the
+# routes log (see t/PrefixRoute.pm), unless it has its own configuration,
+# and checks that error.log has no [error], [alert] or [crit] line
 add_block_preprocessor(sub {
     my $block = shift;
-    $block->set_value(main_config => $MainConfig) unless defined $block->main_config;
-    $block->set_value(http_config => $HttpConfig) unless defined $block->http_config;
-    $block->set_value(config => $Config) unless defined $block->config;
-    $block->set_value(no_error_log => "[error]\n[alert]\n[crit]\n")
-        unless defined $block->no_error_log;
+    $block->set_value(main_config => $LoadModule) unless defined $block->main_config;
+    $block->set_value(http_config => upstream(1 .. 4) . routes(1 .. 4) . backends(1 .. 4))
+        unless defined $block->http_config;
+    $block->set_value(config => proxy(routes => 1)) unless defined $block->config;
+    $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
+    return $block;
 });
 
 run_tests();
@@ -109,7 +72,7 @@ __DATA__
 === TEST 1: chat, one user message with a content string: MISS then HIT on the same backend, length RS "user" US "c" + text
 --- request eval
 my $body = qq|{"model":"m","messages":[{"role":"user","content":"$::QUESTION"}]}|;
-[::post("/v1/chat/completions", $body), ::post("/v1/chat/completions", $body), "GET /routes"]
+::post_twice("/v1/chat/completions", $body)
 --- response_headers eval
 # worked out by hand: 1 + 4 + 2 + 500 = 507 bytes, 7 full blocks = 448
 my $canon = "\x1e" . "user" . "\x1f" . "c" . $::QUESTION;
@@ -124,11 +87,10 @@ die "unexpected length" unless length($canon) == 507;
 --- request eval
 my $body = qq|{"model":"m","messages":[{"role":"system","content":"$::SYSTEM"},|
            . qq|{"role":"user","content":"$::QUESTION"}]}|;
-[::post("/v1/chat/completions", $body), ::post("/v1/chat/completions", $body), "GET /routes"]
+::post_twice("/v1/chat/completions", $body)
 --- response_headers eval
 ::miss_then_hit(length "$::RS" . "system$::US" . "c$::SYSTEM$::RS" . "user$::US" . "c$::QUESTION")
---- response_body_like eval
-["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+--- response_body_like eval: $::SameBackendTwice
 
 
 
@@ -142,8 +104,7 @@ my $pretty = qq|{\n  "messages": [\n    { "content": "$::SYSTEM", "role": "syste
 [::post("/v1/chat/completions", $compact), ::post("/v1/chat/completions", $pretty), "GET /routes"]
 --- response_headers eval
 ::miss_then_hit(length "$::RS" . "system$::US" . "c$::SYSTEM$::RS" . "user$::US" . "c$::QUESTION")
---- response_body_like eval
-["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+--- response_body_like eval: $::SameBackendTwice
 
 
 
@@ -152,12 +113,11 @@ my $pretty = qq|{\n  "messages": [\n    { "content": "$::SYSTEM", "role": "syste
 my $body = qq|{"model":"m","messages":[{"role":"user","content":[|
            . qq|{"type":"text","text":"$::QUESTION"},|
            . qq|{"type":"image_url","image_url":{"url":"https://img.example/lease-page-1.png"}}]}]}|;
-[::post("/v1/chat/completions", $body), ::post("/v1/chat/completions", $body), "GET /routes"]
+::post_twice("/v1/chat/completions", $body)
 --- response_headers eval
 my $image = '{"image_url":{"url":"https://img.example/lease-page-1.png"},"type":"image_url"}';
 ::miss_then_hit(length "$::RS" . "user$::US" . "c$::GS$::QUESTION$::FS$::DIGEST$image")
---- response_body_like eval
-["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+--- response_body_like eval: $::SameBackendTwice
 
 
 
@@ -202,13 +162,12 @@ my $len = length "$::RS" . "user$::US" . "c$::GS$::DOC$::FS$::DIGEST$image";
 my $tools = '[{"type":"function","function":{"name":"get_clause","description":"Fetch a clause of the lease",'
           . '"parameters":{"type":"object","properties":{"number":{"type":"integer"}}}}}]';
 my $body = qq|{"model":"m","tools":$tools,"messages":[{"role":"user","content":"$::QUESTION"}]}|;
-[::post("/v1/chat/completions", $body), ::post("/v1/chat/completions", $body), "GET /routes"]
+::post_twice("/v1/chat/completions", $body)
 --- response_headers eval
 my $tools = '[{"function":{"description":"Fetch a clause of the lease","name":"get_clause",'
           . '"parameters":{"properties":{"number":{"type":"integer"}},"type":"object"}},"type":"function"}]';
 ::miss_then_hit(length "$::RS" . "tools$::US" . "c$::FS$tools$::RS" . "user$::US" . "c$::QUESTION")
---- response_body_like eval
-["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+--- response_body_like eval: $::SameBackendTwice
 
 
 
@@ -259,7 +218,7 @@ my $len = length($upto) + 1;
 === TEST 10: legacy completions, prompt string: one segment RS "prompt" US "c" and the text
 --- request eval
 my $body = qq|{"model":"m","prompt":"$::DOC","max_tokens":16}|;
-[::post("/v1/completions", $body), ::post("/v1/completions", $body), "GET /routes"]
+::post_twice("/v1/completions", $body)
 --- response_headers eval
 # 1 + 6 + 2 + 600 = 609 bytes, 9 full blocks = 576
 my $len = length "$::RS" . "prompt$::US" . "c$::DOC";
@@ -273,13 +232,12 @@ die "unexpected length" unless $len == 609;
 === TEST 11: legacy completions, prompt array: one segment per element, a token id list as FS and its JSON
 --- request eval
 my $body = qq|{"model":"m","prompt":["$::DOC","$::QUESTION",[101,2023,2003]]}|;
-[::post("/v1/completions", $body), ::post("/v1/completions", $body), "GET /routes"]
+::post_twice("/v1/completions", $body)
 --- response_headers eval
 ::miss_then_hit(length "$::RS" . "prompt$::US" . "c$::DOC"
                      . "$::RS" . "prompt$::US" . "c$::QUESTION"
                      . "$::RS" . "prompt$::US" . "c$::FS" . "[101,2023,2003]")
---- response_body_like eval
-["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+--- response_body_like eval: $::SameBackendTwice
 
 
 
@@ -287,11 +245,10 @@ my $body = qq|{"model":"m","prompt":["$::DOC","$::QUESTION",[101,2023,2003]]}|;
 --- request eval
 my $body = qq|{"model":"m","max_tokens":256,"system":"$::SYSTEM",|
            . qq|"messages":[{"role":"user","content":"$::QUESTION"}]}|;
-[::post("/v1/messages", $body), ::post("/v1/messages", $body), "GET /routes"]
+::post_twice("/v1/messages", $body)
 --- response_headers eval
 ::miss_then_hit(length "$::RS" . "system$::US" . "c$::SYSTEM$::RS" . "user$::US" . "c$::QUESTION")
---- response_body_like eval
-["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+--- response_body_like eval: $::SameBackendTwice
 
 
 
@@ -304,8 +261,7 @@ my $openai = qq|{"model":"m","messages":[{"role":"system","content":"$::SYSTEM"}
 [::post("/v1/messages", $anthropic), ::post("/v1/chat/completions", $openai), "GET /routes"]
 --- response_headers eval
 ::miss_then_hit(length "$::RS" . "system$::US" . "c$::SYSTEM$::RS" . "user$::US" . "c$::QUESTION")
---- response_body_like eval
-["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+--- response_body_like eval: $::SameBackendTwice
 
 
 
@@ -314,11 +270,10 @@ my $openai = qq|{"model":"m","messages":[{"role":"system","content":"$::SYSTEM"}
 my $body = qq|{"model":"m","max_tokens":256,|
            . qq|"system":[{"type":"text","text":"$::SYSTEM","cache_control":{"type":"ephemeral"}}],|
            . qq|"messages":[{"role":"user","content":[{"type":"text","text":"$::QUESTION"}]}]}|;
-[::post("/v1/messages", $body), ::post("/v1/messages", $body), "GET /routes"]
+::post_twice("/v1/messages", $body)
 --- response_headers eval
 ::miss_then_hit(length "$::RS" . "system$::US" . "c$::GS$::SYSTEM$::RS" . "user$::US" . "c$::GS$::QUESTION")
---- response_body_like eval
-["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+--- response_body_like eval: $::SameBackendTwice
 
 
 
@@ -331,7 +286,7 @@ my $body = qq|{"model":"m","max_tokens":256,"system":"$::SYSTEM",|
            . qq|{"role":"assistant","content":[{"type":"text","text":"Let me look."},|
            . qq|{"type":"tool_use","id":"toolu_1","name":"get_clause","input":{"number":7}}]},|
            . qq|{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"$::DOC"}]}]}|;
-[::post("/v1/messages", $body), ::post("/v1/messages", $body), "GET /routes"]
+::post_twice("/v1/messages", $body)
 --- response_headers eval
 my $tools = '[{"description":"Fetch a clause of the lease","input_schema":{"properties":'
           . '{"number":{"type":"integer"}},"type":"object"},"name":"get_clause"}]';
@@ -342,19 +297,17 @@ my $result = qq({"content":"$::DOC","tool_use_id":"toolu_1","type":"tool_result"
                      . "$::RS" . "user$::US" . "c$::QUESTION"
                      . "$::RS" . "assistant$::US" . "c$::GS" . "Let me look.$::FS$::DIGEST$use"
                      . "$::RS" . "user$::US" . "c$::FS$::DIGEST$result")
---- response_body_like eval
-["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+--- response_body_like eval: $::SameBackendTwice
 
 
 
 === TEST 16: Responses, instructions and an input string: a system segment and a user segment
 --- request eval
 my $body = qq|{"model":"m","instructions":"$::SYSTEM","input":"$::QUESTION"}|;
-[::post("/v1/responses", $body), ::post("/v1/responses", $body), "GET /routes"]
+::post_twice("/v1/responses", $body)
 --- response_headers eval
 ::miss_then_hit(length "$::RS" . "system$::US" . "c$::SYSTEM$::RS" . "user$::US" . "c$::QUESTION")
---- response_body_like eval
-["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+--- response_body_like eval: $::SameBackendTwice
 
 
 
@@ -364,15 +317,14 @@ my $body = qq|{"model":"m","input":[|
            . qq|{"type":"message","role":"user","content":[{"type":"input_text","text":"$::QUESTION"}]},|
            . qq|{"type":"function_call","call_id":"call_7","name":"get_clause","arguments":"{\\"number\\":7}"},|
            . qq|{"type":"function_call_output","call_id":"call_7","output":"$::DOC"}]}|;
-[::post("/v1/responses", $body), ::post("/v1/responses", $body), "GET /routes"]
+::post_twice("/v1/responses", $body)
 --- response_headers eval
 my $call = '{"arguments":"{\"number\":7}","call_id":"call_7","name":"get_clause","type":"function_call"}';
 my $output = qq({"call_id":"call_7","output":"$::DOC","type":"function_call_output"});
 ::miss_then_hit(length "$::RS" . "user$::US" . "c$::GS$::QUESTION"
                      . "$::RS" . "function_call$::US" . "c$::FS$call"
                      . "$::RS" . "function_call_output$::US" . "c$::FS$output")
---- response_body_like eval
-["^b[1-4]\n\$", "^b[1-4]\n\$", $::SameBackendTwice]
+--- response_body_like eval: $::SameBackendTwice
 
 
 

@@ -4,10 +4,45 @@
 # fall back to round robin quietly.
 #
 # The backends echo the body they receive and name themselves in X-Backend.
-# They listen on fixed ports: on a fresh zone the first choice among idle
-# backends is a hash of the prompt and the server names, so fixed names make
-# it the same on every run (the values were found by running the tests).
+# They listen on fixed ports, b1..b4 on 19111..19114: on a fresh zone the
+# first choice among idle backends is a hash of the prompt and the server
+# names, so fixed names make it the same on every run (the values were found
+# by running the tests).
+#
+# Every block runs with upstream llm over those 4 backends, unless it has its
+# own http_config; its --- config (the server-level directives special to
+# it, if any) is followed by "location /" proxying to llm, which shows the
+# routing variables in X-Prefix-Route; and it checks that error.log has no
+# [error], [alert] or [crit] line, unless it has its own --- no_error_log.
 use Test::Nginx::Socket 'no_plan';
+use FindBin;
+use lib $FindBin::Bin;
+use PrefixRoute;
+
+$PrefixRoute::FixedPort = 19110;
+
+# backends that echo the body they receive, named in X-Backend
+sub echo_backends {
+    return join "", map {
+        "server { listen " . addr($_) . "; client_body_buffer_size 1m; location / { "
+        . "add_header X-Backend b$_; echo_read_request_body; echo \$request_body; } }\n"
+    } @_;
+}
+
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(main_config => $LoadModule . $LoadEcho) unless defined $block->main_config;
+    $block->set_value(http_config => upstream(1 .. 4) . echo_backends(1 .. 4))
+        unless defined $block->http_config;
+    $block->set_value(config => ($block->config // "") . proxy(path => "/"));
+    $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
+    return $block;
+});
+
+# requests that no prompt can be read from: quiet but for an info line, and
+# the body text is never logged
+our $QuietBypass = [qr/\[(?:notice|warn|error|crit|alert|emerg)\].*prefix_route/,
+                    "[warn]", "[error]", qr/prefix_route.*fine prompt/];
 
 # a system prompt of $n rules of about 55 bytes each
 sub rules {
@@ -45,74 +80,32 @@ run_tests();
 __DATA__
 
 === TEST 1: a 20 KB chat body in the client body temporary file: MISS, then HIT on the same backend
---- main_config
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19111;
-    server 127.0.0.1:19112;
-    server 127.0.0.1:19113;
-    server 127.0.0.1:19114;
-}
-server { listen 127.0.0.1:19111; client_body_buffer_size 1m; location / { add_header X-Backend b1; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19112; client_body_buffer_size 1m; location / { add_header X-Backend b2; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19113; client_body_buffer_size 1m; location / { add_header X-Backend b3; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19114; client_body_buffer_size 1m; location / { add_header X-Backend b4; echo_read_request_body; echo $request_body; } }
 --- config
 client_body_buffer_size 1k;
-location / {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
 --- request eval
-["POST /v1/chat/completions\n$main::Chat20k", "POST /v1/chat/completions\n$main::Chat20k"]
+[("POST /v1/chat/completions\n$main::Chat20k") x 2]
 --- response_headers eval
 ["X-Prefix-Route: MISS 0 22313\nX-Backend: b3", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b3"]
 --- response_body eval
-["$main::Chat20k\n", "$main::Chat20k\n"]
+[("$main::Chat20k\n") x 2]
 --- error_log
 a client request body is buffered to a temporary file
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 2: the same body in one memory buffer has the same prompt length and backend
 client_header_buffer_size 64k: the whole body arrives with the header and is
 one buffer (the debug log line "preread 22383" is the whole body).
---- main_config
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19111;
-    server 127.0.0.1:19112;
-    server 127.0.0.1:19113;
-    server 127.0.0.1:19114;
-}
-server { listen 127.0.0.1:19111; client_body_buffer_size 1m; location / { add_header X-Backend b1; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19112; client_body_buffer_size 1m; location / { add_header X-Backend b2; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19113; client_body_buffer_size 1m; location / { add_header X-Backend b3; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19114; client_body_buffer_size 1m; location / { add_header X-Backend b4; echo_read_request_body; echo $request_body; } }
 --- config
 client_header_buffer_size 64k;
 client_body_buffer_size 1m;
-location / {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
 --- log_level: debug
 --- request eval
-["POST /v1/chat/completions\n$main::Chat20k", "POST /v1/chat/completions\n$main::Chat20k"]
+[("POST /v1/chat/completions\n$main::Chat20k") x 2]
 --- response_headers eval
 ["X-Prefix-Route: MISS 0 22313\nX-Backend: b3", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b3"]
 --- response_body eval
-["$main::Chat20k\n", "$main::Chat20k\n"]
+[("$main::Chat20k\n") x 2]
 --- error_log
 http client request body preread 22383
 --- no_error_log
@@ -126,27 +119,8 @@ a client request body is buffered to a temporary file
 === TEST 3: the same body in several memory buffers, one per read, has the same prompt length and backend
 The body arrives in 5 packets 50 ms apart: the part read with the header,
 then one buffer per read.
---- main_config
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19111;
-    server 127.0.0.1:19112;
-    server 127.0.0.1:19113;
-    server 127.0.0.1:19114;
-}
-server { listen 127.0.0.1:19111; client_body_buffer_size 1m; location / { add_header X-Backend b1; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19112; client_body_buffer_size 1m; location / { add_header X-Backend b2; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19113; client_body_buffer_size 1m; location / { add_header X-Backend b3; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19114; client_body_buffer_size 1m; location / { add_header X-Backend b4; echo_read_request_body; echo $request_body; } }
 --- config
 client_body_buffer_size 1m;
-location / {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
 --- log_level: debug
 --- request eval
 my @p = unpack '(a5000)*', $main::Chat20k;
@@ -155,7 +129,7 @@ my $req = [ "POST /v1/chat/completions\n" . shift(@p), map { { value => $_, dela
 --- response_headers eval
 ["X-Prefix-Route: MISS 0 22313\nX-Backend: b3", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b3"]
 --- response_body eval
-["$main::Chat20k\n", "$main::Chat20k\n"]
+[("$main::Chat20k\n") x 2]
 --- error_log eval
 qr/http client request body recv 5000$/
 --- no_error_log
@@ -168,27 +142,8 @@ a client request body is buffered to a temporary file
 
 === TEST 4: the same body in chunked encoding, one buffer per chunk, has the same prompt length and backend
 Chunks of 1000 bytes: each is a buffer of its own, some split over two reads.
---- main_config
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19111;
-    server 127.0.0.1:19112;
-    server 127.0.0.1:19113;
-    server 127.0.0.1:19114;
-}
-server { listen 127.0.0.1:19111; client_body_buffer_size 1m; location / { add_header X-Backend b1; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19112; client_body_buffer_size 1m; location / { add_header X-Backend b2; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19113; client_body_buffer_size 1m; location / { add_header X-Backend b3; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19114; client_body_buffer_size 1m; location / { add_header X-Backend b4; echo_read_request_body; echo $request_body; } }
 --- config
 client_body_buffer_size 1m;
-location / {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
 --- log_level: debug
 --- request eval
 ["POST /v1/chat/completions\n" . main::chunked($main::Chat20k),
@@ -198,7 +153,7 @@ Transfer-Encoding: chunked
 --- response_headers eval
 ["X-Prefix-Route: MISS 0 22313\nX-Backend: b3", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b3"]
 --- response_body eval
-["$main::Chat20k\n", "$main::Chat20k\n"]
+[("$main::Chat20k\n") x 2]
 --- error_log eval
 qr/http body new buf t:1 f:0 \w+, pos \w+, size: 1000 file: 0/
 --- no_error_log
@@ -210,67 +165,25 @@ a client request body is buffered to a temporary file
 
 
 === TEST 5: a 150 KB body in the temporary file is read in pieces, cut at max_prefix, and sent unchanged
---- main_config
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19111;
-    server 127.0.0.1:19112;
-    server 127.0.0.1:19113;
-    server 127.0.0.1:19114;
-}
-server { listen 127.0.0.1:19111; client_body_buffer_size 1m; location / { add_header X-Backend b1; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19112; client_body_buffer_size 1m; location / { add_header X-Backend b2; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19113; client_body_buffer_size 1m; location / { add_header X-Backend b3; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19114; client_body_buffer_size 1m; location / { add_header X-Backend b4; echo_read_request_body; echo $request_body; } }
 --- config
 client_body_buffer_size 8k;
-location / {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
 --- request eval
-["POST /v1/chat/completions\n$main::Chat150k", "POST /v1/chat/completions\n$main::Chat150k"]
+[("POST /v1/chat/completions\n$main::Chat150k") x 2]
 --- response_headers eval
 ["X-Prefix-Route: MISS 0 65536\nX-Backend: b4", "X-Prefix-Route: HIT 65536 65536\nX-Backend: b4"]
 --- response_body eval
-["$main::Chat150k\n", "$main::Chat150k\n"]
+[("$main::Chat150k\n") x 2]
 --- error_log
 a client request body is buffered to a temporary file
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 6: client_body_in_file_only: a small chat body in the temporary file is read
 With client_body_in_file_only even a body that fits in memory is written to
 the file, and nginx does not warn about it.
---- main_config
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19111;
-    server 127.0.0.1:19112;
-    server 127.0.0.1:19113;
-    server 127.0.0.1:19114;
-}
-server { listen 127.0.0.1:19111; client_body_buffer_size 1m; location / { add_header X-Backend b1; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19112; client_body_buffer_size 1m; location / { add_header X-Backend b2; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19113; client_body_buffer_size 1m; location / { add_header X-Backend b3; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19114; client_body_buffer_size 1m; location / { add_header X-Backend b4; echo_read_request_body; echo $request_body; } }
 --- config
 client_body_in_file_only clean;
 client_body_buffer_size 1m;
-location / {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
 --- request eval
 ["POST /v1/chat/completions\n" . main::chat(10), "POST /v1/chat/completions\n" . main::chat(10)]
 --- response_headers eval
@@ -289,30 +202,11 @@ qr/http write client request body, bufs/
 
 
 === TEST 7: requests without a body are balanced by round robin
---- main_config
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19111;
-    server 127.0.0.1:19112;
-    server 127.0.0.1:19113;
-    server 127.0.0.1:19114;
-}
-server { listen 127.0.0.1:19111; location / { return 200 "b1\n"; } }
-server { listen 127.0.0.1:19112; location / { return 200 "b2\n"; } }
-server { listen 127.0.0.1:19113; location / { return 200 "b3\n"; } }
-server { listen 127.0.0.1:19114; location / { return 200 "b4\n"; } }
---- config
-location / {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- http_config eval: ::upstream(1 .. 4) . ::backends(1 .. 4)
 --- request eval
-["GET /v1/models", "GET /v1/models", "GET /v1/models", "GET /v1/models", "GET /v1/models"]
+[("GET /v1/models") x 5]
 --- response_headers eval
-["X-Prefix-Route: BYPASS 0 0", "X-Prefix-Route: BYPASS 0 0", "X-Prefix-Route: BYPASS 0 0", "X-Prefix-Route: BYPASS 0 0", "X-Prefix-Route: BYPASS 0 0"]
+[("X-Prefix-Route: BYPASS 0 0") x 5]
 --- response_body eval
 ["b1\n", "b2\n", "b3\n", "b4\n", "b1\n"]
 --- no_error_log
@@ -324,26 +218,6 @@ location / {
 === TEST 8: bodies that are not JSON are proxied unchanged by round robin, logged at info level
 A text body, and a JSON body cut short.  The log names the error position,
 never the body text.
---- main_config
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19111;
-    server 127.0.0.1:19112;
-    server 127.0.0.1:19113;
-    server 127.0.0.1:19114;
-}
-server { listen 127.0.0.1:19111; client_body_buffer_size 1m; location / { add_header X-Backend b1; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19112; client_body_buffer_size 1m; location / { add_header X-Backend b2; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19113; client_body_buffer_size 1m; location / { add_header X-Backend b3; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19114; client_body_buffer_size 1m; location / { add_header X-Backend b4; echo_read_request_body; echo $request_body; } }
---- config
-location / {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
 --- request eval
 my $long = "A sentence that would make a fine prompt if it were JSON." x 20;
 ["POST /v1/chat/completions\n$long",
@@ -355,34 +229,13 @@ my $long = "A sentence that would make a fine prompt if it were JSON." x 20;
 ["$long\n", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"$long\n"]
 --- error_log eval
 qr/\[info\] .*prefix_route: request body is not JSON \(error \d+ at byte \d+\), round robin/
---- no_error_log eval
-[qr/\[(?:notice|warn|error|crit|alert|emerg)\].*prefix_route/, "[warn]", "[error]", qr/prefix_route.*fine prompt/]
+--- no_error_log eval: $::QuietBypass
 
 
 
 === TEST 9: JSON bodies without a prompt are proxied unchanged by round robin, logged at info level
 A JSON array, an object without a prompt field, "messages" that is not an
 array, an empty "messages" array.
---- main_config
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19111;
-    server 127.0.0.1:19112;
-    server 127.0.0.1:19113;
-    server 127.0.0.1:19114;
-}
-server { listen 127.0.0.1:19111; client_body_buffer_size 1m; location / { add_header X-Backend b1; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19112; client_body_buffer_size 1m; location / { add_header X-Backend b2; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19113; client_body_buffer_size 1m; location / { add_header X-Backend b3; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19114; client_body_buffer_size 1m; location / { add_header X-Backend b4; echo_read_request_body; echo $request_body; } }
---- config
-location / {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
 --- request eval
 my $long = "A sentence that would make a fine prompt if it were JSON." x 20;
 ["POST /v1/chat/completions\n[{\"role\":\"user\",\"content\":\"$long\"}]",
@@ -400,84 +253,39 @@ my $long = "A sentence that would make a fine prompt if it were JSON." x 20;
  "{\"model\":\"m\",\"messages\":[]}\n"]
 --- error_log eval
 qr/\[info\] .*prefix_route: request body has no prompt, round robin/
---- no_error_log eval
-[qr/\[(?:notice|warn|error|crit|alert|emerg)\].*prefix_route/, "[warn]", "[error]", qr/prefix_route.*fine prompt/]
+--- no_error_log eval: $::QuietBypass
 
 
 
 === TEST 10: an empty POST body is proxied by round robin
 nginx 1.22 hands an empty body over as one empty buffer: the module sees
 no body (a debug line), not a body that is not JSON.
---- main_config
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19111;
-    server 127.0.0.1:19112;
-    server 127.0.0.1:19113;
-    server 127.0.0.1:19114;
-}
-server { listen 127.0.0.1:19111; client_body_buffer_size 1m; location / { add_header X-Backend b1; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19112; client_body_buffer_size 1m; location / { add_header X-Backend b2; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19113; client_body_buffer_size 1m; location / { add_header X-Backend b3; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19114; client_body_buffer_size 1m; location / { add_header X-Backend b4; echo_read_request_body; echo $request_body; } }
---- config
-location / {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
 --- request eval
-["POST /v1/chat/completions\n", "POST /v1/chat/completions\n"]
+[("POST /v1/chat/completions\n") x 2]
 --- more_headers
 Content-Length: 0
 --- response_headers eval
 ["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
 --- response_body eval
-["\n", "\n"]
+[("\n") x 2]
 --- error_log eval
 qr/prefix_route: no request body, round robin/
---- no_error_log eval
-[qr/\[(?:notice|warn|error|crit|alert|emerg)\].*prefix_route/, "[warn]", "[error]", qr/prefix_route.*fine prompt/]
+--- no_error_log eval: $::QuietBypass
 
 
 
 === TEST 11: with proxy_request_buffering off a body still being read is not waited for: BYPASS, proxied unchanged
 The 22 KB body is still arriving when nginx connects to the backend.
---- main_config
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19111;
-    server 127.0.0.1:19112;
-    server 127.0.0.1:19113;
-    server 127.0.0.1:19114;
-}
-server { listen 127.0.0.1:19111; client_body_buffer_size 1m; location / { add_header X-Backend b1; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19112; client_body_buffer_size 1m; location / { add_header X-Backend b2; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19113; client_body_buffer_size 1m; location / { add_header X-Backend b3; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19114; client_body_buffer_size 1m; location / { add_header X-Backend b4; echo_read_request_body; echo $request_body; } }
 --- config
-location / {
-    proxy_pass http://llm;
-    proxy_request_buffering off;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+proxy_request_buffering off;
 --- request eval
-["POST /v1/chat/completions\n$main::Chat20k", "POST /v1/chat/completions\n$main::Chat20k"]
+[("POST /v1/chat/completions\n$main::Chat20k") x 2]
 --- response_headers eval
 ["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
 --- response_body eval
-["$main::Chat20k\n", "$main::Chat20k\n"]
+[("$main::Chat20k\n") x 2]
 --- error_log eval
 qr/\[info\] .*prefix_route: request body is still being read \(proxy_request_buffering off\?\), round robin/
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
@@ -485,61 +293,21 @@ qr/\[info\] .*prefix_route: request body is still being read \(proxy_request_buf
 nginx turns request buffering back on when the whole body came with the
 header (ngx_http_read_client_request_body() of nginx 1.22), so the prompt
 is there to be read: MISS, then HIT on the same backend.
---- main_config
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19111;
-    server 127.0.0.1:19112;
-    server 127.0.0.1:19113;
-    server 127.0.0.1:19114;
-}
-server { listen 127.0.0.1:19111; client_body_buffer_size 1m; location / { add_header X-Backend b1; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19112; client_body_buffer_size 1m; location / { add_header X-Backend b2; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19113; client_body_buffer_size 1m; location / { add_header X-Backend b3; echo_read_request_body; echo $request_body; } }
-server { listen 127.0.0.1:19114; client_body_buffer_size 1m; location / { add_header X-Backend b4; echo_read_request_body; echo $request_body; } }
 --- config
-location / {
-    proxy_pass http://llm;
-    proxy_request_buffering off;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+proxy_request_buffering off;
 --- request eval
 my $small = main::chat(10);
-["POST /v1/chat/completions\n$small", "POST /v1/chat/completions\n$small"]
+[("POST /v1/chat/completions\n$small") x 2]
 --- response_headers eval
 ["X-Prefix-Route: MISS 0 562\nX-Backend: b1", "X-Prefix-Route: HIT 512 562\nX-Backend: b1"]
 --- response_body eval
 [main::chat(10) . "\n", main::chat(10) . "\n"]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 13: max_prefix=1k: a 10 KB prompt counts as its first 1024 bytes
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m max_prefix=1k;
-    server 127.0.0.1:19111;
-    server 127.0.0.1:19112;
-    server 127.0.0.1:19113;
-    server 127.0.0.1:19114;
-}
-server { listen 127.0.0.1:19111; location / { return 200 "b1\n"; } }
-server { listen 127.0.0.1:19112; location / { return 200 "b2\n"; } }
-server { listen 127.0.0.1:19113; location / { return 200 "b3\n"; } }
-server { listen 127.0.0.1:19114; location / { return 200 "b4\n"; } }
---- config
-location / {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- http_config eval
+::upstream("zone=llm:1m max_prefix=1k", 1 .. 4) . ::backends(1 .. 4)
 --- request eval
 my $a = main::chat(200, "first question");
 my $b = main::chat(200, "another question");
@@ -547,8 +315,4 @@ my $b = main::chat(200, "another question");
 --- response_headers eval
 ["X-Prefix-Route: MISS 0 1024", "X-Prefix-Route: HIT 1024 1024"]
 --- response_body eval
-["b3\n", "b3\n"]
---- no_error_log
-[error]
-[alert]
-[crit]
+[("b3\n") x 2]

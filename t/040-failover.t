@@ -6,7 +6,40 @@
 # divides by the weight, so on an idle fleet that server is the first choice
 # for any new prompt, and only the failure rule under test can keep a request
 # away from it.
+#
+# Each block's http_config is its upstream llm, written with upstream() of
+# t/PrefixRoute.pm: upstream(1, 2, "3 weight=100 backup") is prefix_route
+# zone=llm:1m over backends 1, 2 and 3, the third with "weight=100 backup";
+# and the backends that listen, backends(1, 2, 3): a backend not listed
+# refuses connections.  Every block that starts nginx (that has an
+# http_config) proxies /v1/ to llm and shows the routing variables in
+# X-Prefix-Route and $upstream_status in X-Upstream-Status, and checks that
+# error.log has no [error], [alert] or [crit] line, unless it says otherwise.
 use Test::Nginx::Socket 'no_plan';
+use FindBin;
+use lib $FindBin::Bin;
+use PrefixRoute;
+
+# the proxy location of a block, at $path
+sub location {
+    my $path = shift // "/v1/";
+    return proxy(path => $path, add => 'add_header X-Upstream-Status $upstream_status always;');
+}
+
+# a block without an http_config keeps the nginx of the previous block running
+add_block_preprocessor(sub {
+    my $block = shift;
+    return $block unless defined $block->http_config;
+    $block->set_value(main_config => $LoadModule . $LoadEcho) unless defined $block->main_config;
+    $block->set_value(config => location()) unless defined $block->config;
+    $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
+    return $block;
+});
+
+# b1 answers /flaky/ with 502 and anything else with its name
+our $FlakyB1 = <<'_EOC_';
+server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; location /flaky/ { return 502; } location / { return 200 "b1\n"; } }
+_EOC_
 
 # an OpenAI chat body with a prompt of about 1 KB, different for each $i
 sub chat {
@@ -21,25 +54,8 @@ run_tests();
 __DATA__
 
 === TEST 1: a down server is never chosen, even with the highest weight
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_3;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_4 weight=100 down;
-}
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 200 "b1\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; return 200 "b2\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_3; return 200 "b3\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_4; return 200 "b4\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- http_config eval
+::upstream(1, 2, 3, "4 weight=100 down") . ::backends(1 .. 4)
 --- request eval
 [map { "POST /v1/chat/completions\n" . main::chat($_) } 1 .. 8]
 --- response_headers_like eval
@@ -53,23 +69,8 @@ location /v1/ {
 
 
 === TEST 2: a backup server is not used while a primary is up, even with the highest weight
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_3 weight=100 backup;
-}
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 200 "b1\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; return 200 "b2\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_3; return 200 "b3\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- http_config eval
+::upstream(1, 2, "3 weight=100 backup") . ::backends(1, 2, 3)
 --- request eval
 [(map { "POST /v1/chat/completions\n" . main::chat($_) } 1 .. 6),
  (map { "POST /v1/chat/completions\n" . main::chat($_) } 1 .. 2)]
@@ -84,25 +85,8 @@ location /v1/ {
 
 
 === TEST 3: when all primaries are down the backups serve, with prefix affinity among them
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1 down;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2 down;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_3 backup;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_4 backup weight=10;
-}
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 200 "b1\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; return 200 "b2\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_3; return 200 "b3\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_4; return 200 "b4\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- http_config eval
+::upstream("1 down", "2 down", "3 backup", "4 backup weight=10") . ::backends(1 .. 4)
 --- request eval
 ["POST /v1/chat/completions\n" . main::chat(1), "POST /v1/chat/completions\n" . main::chat(1),
  "GET /v1/models"]
@@ -119,22 +103,8 @@ location /v1/ {
 === TEST 4: when all primaries refuse connections the backup serves, and they are not tried again
 max_fails=1: the first request tries both primaries, then the backup; the
 second goes to the backup at once.
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1 max_fails=1 fail_timeout=10s;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2 max_fails=1 fail_timeout=10s;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_3 backup;
-}
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_3; return 200 "b3\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-    add_header X-Upstream-Status $upstream_status always;
-}
+--- http_config eval
+::upstream("1 max_fails=1 fail_timeout=10s", "2 max_fails=1 fail_timeout=10s", "3 backup") . ::backends(3)
 --- request eval
 ["POST /v1/chat/completions\n" . main::chat(1), "POST /v1/chat/completions\n" . main::chat(1),
  "POST /v1/chat/completions\n" . main::chat(2)]
@@ -152,23 +122,8 @@ no live upstreams
 
 
 === TEST 5: a server that refuses connections is retried away from and temporarily disabled
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1 weight=10 max_fails=1 fail_timeout=10s;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_3;
-}
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; return 200 "b2\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_3; return 200 "b3\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-    add_header X-Upstream-Status $upstream_status always;
-}
+--- http_config eval
+::upstream("1 weight=10 max_fails=1 fail_timeout=10s", 2, 3) . ::backends(2, 3)
 --- request eval
 "POST /v1/chat/completions\n" . main::chat(1)
 --- response_headers_like
@@ -188,23 +143,8 @@ X-Upstream-Status: 502, 200
 === TEST 6: after a failover the prompt sticks to the server that answered; new prompts avoid the disabled one
 The same configuration as the previous test: the first request is retried
 away from the refusing server, which holds the prompt too but is disabled.
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1 weight=10 max_fails=1 fail_timeout=10s;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_3;
-}
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; return 200 "b2\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_3; return 200 "b3\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-    add_header X-Upstream-Status $upstream_status always;
-}
+--- http_config eval
+::upstream("1 weight=10 max_fails=1 fail_timeout=10s", 2, 3) . ::backends(2, 3)
 --- request eval
 [map { "POST /v1/chat/completions\n" . main::chat($_) } 1, 1, 2, 3, 1]
 --- response_headers_like eval
@@ -226,31 +166,10 @@ b1 answers /v1/ but fails /flaky/ with 502.  The prompt goes to b1 (weight),
 then /flaky/ fails on b1 and is retried on another server, which answers;
 b1 is disabled (max_fails=1), so the prompt now is a HIT on that server.
 A POST is retried after a 502 only with non_idempotent (nginx's rule).
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1 weight=10 max_fails=1 fail_timeout=10s;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_3;
-}
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; location /flaky/ { return 502; } location / { return 200 "b1\n"; } }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; return 200 "b2\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_3; return 200 "b3\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    proxy_next_upstream error timeout http_502 non_idempotent;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-    add_header X-Upstream-Status $upstream_status always;
-}
-location /flaky/ {
-    proxy_pass http://llm;
-    proxy_next_upstream error timeout http_502 non_idempotent;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-    add_header X-Upstream-Status $upstream_status always;
-}
+--- http_config eval
+::upstream("1 weight=10 max_fails=1 fail_timeout=10s", 2, 3) . $::FlakyB1 . ::backends(2, 3)
+--- config eval
+"proxy_next_upstream error timeout http_502 non_idempotent;\n" . ::location("/v1/") . ::location("/flaky/")
 --- request eval
 ["POST /v1/chat/completions\n" . main::chat(1),
  "POST /v1/chat/completions\n" . main::chat(1),
@@ -263,10 +182,6 @@ location /flaky/ {
  "X-Prefix-Route: HIT [1-9]\\d* \\d+\nX-Upstream-Status: 200"]
 --- response_body_like eval
 ["^b1\n\\z", "^b1\n\\z", "^b[23]\n\\z", "^b[23]\n\\z"]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
@@ -274,31 +189,10 @@ location /flaky/ {
 nginx passes a POST to the next server after a 502 only with
 non_idempotent (ngx_http_upstream_test_next()): the 502 reaches the client,
 b1 is not counted as failed and keeps the prompt.
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1 weight=10 max_fails=1 fail_timeout=10s;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_3;
-}
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; location /flaky/ { return 502; } location / { return 200 "b1\n"; } }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; return 200 "b2\n"; }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_3; return 200 "b3\n"; }
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    proxy_next_upstream error timeout http_502;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-    add_header X-Upstream-Status $upstream_status always;
-}
-location /flaky/ {
-    proxy_pass http://llm;
-    proxy_next_upstream error timeout http_502;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-    add_header X-Upstream-Status $upstream_status always;
-}
+--- http_config eval
+::upstream("1 weight=10 max_fails=1 fail_timeout=10s", 2, 3) . $::FlakyB1 . ::backends(2, 3)
+--- config eval
+"proxy_next_upstream error timeout http_502;\n" . ::location("/v1/") . ::location("/flaky/")
 --- request eval
 ["POST /v1/chat/completions\n" . main::chat(1),
  "POST /v1/chat/completions\n" . main::chat(1),
@@ -313,10 +207,6 @@ location /flaky/ {
  "X-Prefix-Route: HIT [1-9]\\d* \\d+\nX-Upstream-Status: 200"]
 --- response_body_like eval
 ["^b1\n\\z", "^b1\n\\z", "502 Bad Gateway", "^b1\n\\z"]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
@@ -324,56 +214,20 @@ location /flaky/ {
 b1 (weight 10, max_conns=1) would take both prompts if it could; the two
 subrequests run at the same time and each backend answers after 0.3 s, so
 the second finds b1 busy and goes to b2.  A later prompt goes to b1 again.
---- main_config
-load_module $TEST_NGINX_MODULE;
-load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1 weight=10 max_conns=1;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2;
-}
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; location / { echo_sleep 0.3; echo b1; } }
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_2; location / { echo_sleep 0.3; echo b2; } }
+--- http_config eval
+::upstream("1 weight=10 max_conns=1", 2) . ::backends({ sleep => 0.3 }, 1, 2)
 --- config eval
-my $p = main::chat(1);
-my $q = main::chat(2);
-qq{
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "\$prefix_route_status \$prefix_route_match \$prefix_route_length" always;
-}
-location = /both {
-    echo_subrequest_async POST /v1/chat/completions -b '$p';
-    echo_subrequest_async POST /v1/chat/completions -b '$q';
-}
-}
+::location() . ::fan("/both", main::chat(1), main::chat(2))
 --- request eval
 ["GET /both", "POST /v1/chat/completions\n" . main::chat(3)]
 --- response_body eval
 ["b1\nb2\n", "b1\n"]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 10: all servers refuse connections: 502
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1 max_fails=1 fail_timeout=10s;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_2 max_fails=1 fail_timeout=10s;
-}
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-    add_header X-Upstream-Status $upstream_status always;
-}
+--- http_config eval
+::upstream("1 max_fails=1 fail_timeout=10s", "2 max_fails=1 fail_timeout=10s")
 --- request eval
 "POST /v1/chat/completions\n" . main::chat(1)
 --- error_code: 502

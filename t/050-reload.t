@@ -10,7 +10,29 @@
 # hash of the prompt and the server names: the backends written below are
 # what that gives (found by running the tests); four distinct prompts sent
 # one after another spread over the four backends.
+#
+# Each block's http_config is its upstream llm and the backends b1..b4 on
+# ports 19101..19104, written with upstream() and backends() of
+# t/PrefixRoute.pm: upstream("zone=llm:2m", 3, 1, 4, 2) is prefix_route
+# zone=llm:2m over backends b3, b1, b4, b2 in that order.  Every block proxies
+# /v1/ to llm and shows the routing variables in X-Prefix-Route, waits for
+# the old workers (see wait_for_old_workers()), and checks that error.log
+# has no [error], [alert] or [crit] line.
 use Test::Nginx::Socket 'no_plan';
+use FindBin;
+use lib $FindBin::Bin;
+use PrefixRoute;
+
+$PrefixRoute::FixedPort = 19100;
+
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(main_config => $LoadModule) unless defined $block->main_config;
+    $block->set_value(init => "main::wait_for_old_workers();") unless defined $block->init;
+    $block->set_value(config => proxy()) unless defined $block->config;
+    $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
+    return $block;
+});
 
 # four distinct prompts of about 1 KB
 sub chat {
@@ -48,72 +70,24 @@ run_tests();
 __DATA__
 
 === TEST 1: a fresh zone: four distinct prompts A, B, C, D spread over the four backends
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19101;
-    server 127.0.0.1:19102;
-    server 127.0.0.1:19103;
-    server 127.0.0.1:19104;
-}
-server { listen 127.0.0.1:19101; return 200 "b1\n"; }
-server { listen 127.0.0.1:19102; return 200 "b2\n"; }
-server { listen 127.0.0.1:19103; return 200 "b3\n"; }
-server { listen 127.0.0.1:19104; return 200 "b4\n"; }
---- init
-main::wait_for_old_workers();
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- http_config eval: ::upstream("zone=llm:1m", 1 .. 4) . ::backends(1 .. 4)
 --- request eval
 [map { main::chat($_) } qw(A B C D)]
 --- response_headers_like eval
 [("X-Prefix-Route: MISS 0 \\d+") x 4]
 --- response_body eval
 ["b1\n", "b2\n", "b4\n", "b3\n"]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 2: after a reload with the same zone, D, C, B, A are HITs on the same backends as before
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:19101;
-    server 127.0.0.1:19102;
-    server 127.0.0.1:19103;
-    server 127.0.0.1:19104;
-}
-server { listen 127.0.0.1:19101; return 200 "b1\n"; }
-server { listen 127.0.0.1:19102; return 200 "b2\n"; }
-server { listen 127.0.0.1:19103; return 200 "b3\n"; }
-server { listen 127.0.0.1:19104; return 200 "b4\n"; }
---- init
-main::wait_for_old_workers();
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- http_config eval: ::upstream("zone=llm:1m", 1 .. 4) . ::backends(1 .. 4)
 --- request eval
 [map { main::chat($_) } qw(D C B A)]
 --- response_headers_like eval
 [("X-Prefix-Route: HIT [1-9]\\d* \\d+") x 4]
 --- response_body eval
 ["b3\n", "b4\n", "b2\n", "b1\n"]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
@@ -121,106 +95,35 @@ location /v1/ {
 The same requests as the previous test on an empty index: C, B and A land
 on other backends than in the previous test (b4, b2, b1 there), which shows
 that the previous test did depend on the index kept across the reload.
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:2m;
-    server 127.0.0.1:19101;
-    server 127.0.0.1:19102;
-    server 127.0.0.1:19103;
-    server 127.0.0.1:19104;
-}
-server { listen 127.0.0.1:19101; return 200 "b1\n"; }
-server { listen 127.0.0.1:19102; return 200 "b2\n"; }
-server { listen 127.0.0.1:19103; return 200 "b3\n"; }
-server { listen 127.0.0.1:19104; return 200 "b4\n"; }
---- init
-main::wait_for_old_workers();
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- http_config eval: ::upstream("zone=llm:2m", 1 .. 4) . ::backends(1 .. 4)
 --- request eval
 [map { main::chat($_) } qw(D C B A)]
 --- response_headers_like eval
 [("X-Prefix-Route: MISS 0 \\d+") x 4]
 --- response_body eval
 ["b3\n", "b2\n", "b1\n", "b4\n"]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 4: after a reload with the server list reordered, the prompts are HITs on the same backends
 Servers are known by their address, not their position: A, B, C, D go
 where the previous test sent them (b4, b1, b2, b3).
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:2m;
-    server 127.0.0.1:19103;
-    server 127.0.0.1:19101;
-    server 127.0.0.1:19104;
-    server 127.0.0.1:19102;
-}
-server { listen 127.0.0.1:19101; return 200 "b1\n"; }
-server { listen 127.0.0.1:19102; return 200 "b2\n"; }
-server { listen 127.0.0.1:19103; return 200 "b3\n"; }
-server { listen 127.0.0.1:19104; return 200 "b4\n"; }
---- init
-main::wait_for_old_workers();
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- http_config eval: ::upstream("zone=llm:2m", 3, 1, 4, 2) . ::backends(1 .. 4)
 --- request eval
 [map { main::chat($_) } qw(A B C D)]
 --- response_headers_like eval
 [("X-Prefix-Route: HIT [1-9]\\d* \\d+") x 4]
 --- response_body eval
 ["b4\n", "b1\n", "b2\n", "b3\n"]
---- no_error_log
-[error]
-[alert]
-[crit]
 
 
 
 === TEST 5: after a reload without one server, its prompt is a MISS elsewhere and the others stay HITs
 A was on b4, which is gone: it goes to b1 (a MISS); B, C, D stay on b1, b2, b3.
---- main_config
-load_module $TEST_NGINX_MODULE;
---- http_config
-upstream llm {
-    prefix_route zone=llm:2m;
-    server 127.0.0.1:19101;
-    server 127.0.0.1:19102;
-    server 127.0.0.1:19103;
-}
-server { listen 127.0.0.1:19101; return 200 "b1\n"; }
-server { listen 127.0.0.1:19102; return 200 "b2\n"; }
-server { listen 127.0.0.1:19103; return 200 "b3\n"; }
-server { listen 127.0.0.1:19104; return 200 "b4\n"; }
---- init
-main::wait_for_old_workers();
---- config
-location /v1/ {
-    proxy_pass http://llm;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- http_config eval: ::upstream("zone=llm:2m", 1 .. 3) . ::backends(1 .. 4)
 --- request eval
 [map { main::chat($_) } qw(A B C D)]
 --- response_headers_like eval
 ["X-Prefix-Route: MISS 0 \\d+", ("X-Prefix-Route: HIT [1-9]\\d* \\d+") x 3]
 --- response_body eval
 ["b1\n", "b1\n", "b2\n", "b3\n"]
---- no_error_log
-[error]
-[alert]
-[crit]
