@@ -32,7 +32,7 @@ endif
 DEB_PACKAGES =  nginx nginx-dev libxxhash-dev libjansson-dev gcc make \
                 libtest-base-perl libtext-diff-perl libwww-perl \
                 libnginx-mod-http-echo \
-                curl perl
+                curl perl python3
 
 SOURCES =       config ngx_http_prefix_route_module.c \
                 $(wildcard src/*.c src/*.h)
@@ -50,7 +50,7 @@ UNIT_CFLAGS =   -g -O1 -W -Wall -Wpointer-arith -Wno-unused-parameter -Werror \
                 -I $(NGX_BUILD)/objs -I src
 
 
-.PHONY: all deps test unit-test nginx-test demo install clean FORCE
+.PHONY: all deps test unit-test sim-test nginx-test demo install clean FORCE
 
 all: deps $(MODULE)
 
@@ -122,7 +122,11 @@ nginx-test: all $(NGINX_BIN)
 	$(PROVE) $$inc t/ | tee $(BUILD)/nginx-test.log
 	@! grep -q '^Result: NOTESTS' $(BUILD)/nginx-test.log
 
-test: unit-test nginx-test
+# the benchmark's inference server simulator and workload generator
+sim-test: deps
+	bench/sim/selftest
+
+test: unit-test sim-test nginx-test
 
 demo: all
 	NGINX_BIN=$(NGINX_BIN) bench/demo $(CURDIR)/$(MODULE)
