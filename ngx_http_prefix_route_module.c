@@ -9,10 +9,11 @@
 #include <ngx_http.h>
 #include <jansson.h>
 
+#include "ngx_http_prefix_route.h"
 #include "ngx_http_prefix_route_prompt.h"
 #include "ngx_http_prefix_route_hash.h"
-#include "ngx_http_prefix_route_index.h"
 #include "ngx_http_prefix_route_choice.h"
+#include "ngx_http_prefix_route_status.h"
 
 
 /*
@@ -31,31 +32,6 @@
 
 /* the body is read from a temporary file in pieces this large */
 #define NGX_HTTP_PREFIX_ROUTE_READ_SIZE     65536
-
-
-typedef enum {
-    NGX_HTTP_PREFIX_ROUTE_BYPASS = 0,
-    NGX_HTTP_PREFIX_ROUTE_MISS,
-    NGX_HTTP_PREFIX_ROUTE_HIT,
-    NGX_HTTP_PREFIX_ROUTE_SPILL
-} ngx_http_prefix_route_status_e;
-
-
-typedef struct {
-    ngx_shm_zone_t                     *shm_zone;
-    ngx_http_prefix_route_index_t       index;
-
-    size_t                              block;       /* bytes */
-    size_t                              max_prefix;  /* bytes */
-    size_t                              capacity;    /* bytes per peer */
-    ngx_uint_t                          affinity;    /* percent */
-    ngx_msec_t                          decay;       /* half-life, ms */
-
-    /* per server of the upstream: [0] primary, [1] backup, in list order */
-    ngx_http_upstream_rr_peers_t       *peers;
-    ngx_http_prefix_route_peer_t      **shared[2];   /* records in zone */
-    uint64_t                           *id[2];       /* hashes of names */
-} ngx_http_prefix_route_srv_conf_t;
 
 
 typedef struct {
@@ -119,6 +95,9 @@ static ngx_int_t ngx_http_prefix_route_variable(ngx_http_request_t *r,
 static void *ngx_http_prefix_route_create_conf(ngx_conf_t *cf);
 static char *ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_prefix_route_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static void ngx_http_prefix_route_count(void *data);
 
 
 static ngx_command_t  ngx_http_prefix_route_commands[] = {
@@ -127,6 +106,13 @@ static ngx_command_t  ngx_http_prefix_route_commands[] = {
       NGX_HTTP_UPS_CONF|NGX_CONF_ANY,
       ngx_http_prefix_route,
       NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("prefix_route_status"),
+      NGX_HTTP_LOC_CONF|NGX_CONF_NOARGS,
+      ngx_http_prefix_route_status,
+      0,
       0,
       NULL },
 
@@ -165,7 +151,7 @@ ngx_module_t  ngx_http_prefix_route_module = {
 };
 
 
-static ngx_str_t  ngx_http_prefix_route_status_names[] = {
+ngx_str_t  ngx_http_prefix_route_status_names[] = {
     ngx_string("BYPASS"),
     ngx_string("MISS"),
     ngx_string("HIT"),
@@ -305,6 +291,7 @@ static ngx_int_t
 ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us)
 {
+    ngx_pool_cleanup_t           *cln;
     ngx_http_prefix_route_ctx_t  *ctx;
 
     ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_prefix_route_ctx_t));
@@ -327,6 +314,14 @@ ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     ngx_http_set_ctx(r, ctx, ngx_http_prefix_route_module);
 
     ngx_http_prefix_route_prepare(r, ctx);
+
+    cln = ngx_pool_cleanup_add(r->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_prefix_route_count;
+    cln->data = ctx;
 
     return NGX_OK;
 }
@@ -805,6 +800,29 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 }
 
 
+/*
+ * Counts the request once it is over, with its last status, in the
+ * counters of the zone (the status endpoint shows them).
+ */
+
+static void
+ngx_http_prefix_route_count(void *data)
+{
+    ngx_http_prefix_route_ctx_t  *ctx = data;
+
+    ngx_http_prefix_route_sh_t  *sh;
+
+    sh = ctx->conf->index.sh;
+
+    (void) ngx_atomic_fetch_add(&sh->requests[ctx->status], 1);
+
+    if (ctx->len) {
+        (void) ngx_atomic_fetch_add(&sh->prompt_bytes, ctx->len);
+        (void) ngx_atomic_fetch_add(&sh->matched_bytes, ctx->match);
+    }
+}
+
+
 static ngx_int_t
 ngx_http_prefix_route_add_variables(ngx_conf_t *cf)
 {
@@ -1170,6 +1188,18 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                   |NGX_HTTP_UPSTREAM_FAIL_TIMEOUT
                   |NGX_HTTP_UPSTREAM_DOWN
                   |NGX_HTTP_UPSTREAM_BACKUP;
+
+    return NGX_CONF_OK;
+}
+
+
+static char *
+ngx_http_prefix_route_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_core_loc_conf_t  *clcf;
+
+    clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
+    clcf->handler = ngx_http_prefix_route_status_handler;
 
     return NGX_CONF_OK;
 }

@@ -81,6 +81,15 @@ typedef struct {
     ngx_uint_t                       evictions; /* holders dropped: memory */
     ngx_uint_t                       forgotten; /* holders dropped: capacity */
     uint32_t                         stamp;
+
+    /*
+     * the upstream's request counters, kept beside the index so that they
+     * are shared by all workers and survive a reload with it; updated
+     * without the mutex
+     */
+    ngx_atomic_t                     requests[4];   /* by $prefix_route_status */
+    ngx_atomic_t                     prompt_bytes;  /* canonical prompt */
+    ngx_atomic_t                     matched_bytes; /* held by the chosen peer */
 } ngx_http_prefix_route_sh_t;
 
 

@@ -16,7 +16,7 @@
 # t/PrefixRoute.pm: upstream("zone=llm:2m", 3, 1, 4, 2) is prefix_route
 # zone=llm:2m over backends b3, b1, b4, b2 in that order.  Every block proxies
 # /v1/ to llm and shows the routing variables in X-Prefix-Route, waits for
-# the old workers (see wait_for_old_workers()), and checks that error.log
+# the old workers (see wait_for_old_workers() in t/PrefixRoute.pm), and checks that error.log
 # has no [error], [alert] or [crit] line.
 use Test::Nginx::Socket 'no_plan';
 use FindBin;
@@ -28,7 +28,7 @@ $PrefixRoute::FixedPort = 19100;
 add_block_preprocessor(sub {
     my $block = shift;
     $block->set_value(main_config => $LoadModule) unless defined $block->main_config;
-    $block->set_value(init => "main::wait_for_old_workers();") unless defined $block->init;
+    $block->set_value(init => "PrefixRoute::wait_for_old_workers();") unless defined $block->init;
     $block->set_value(config => proxy()) unless defined $block->config;
     $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
     return $block;
@@ -40,27 +40,6 @@ sub chat {
     my $text = "Conversation $name: let us talk about topic $name at length. " x 16;
     return "POST /v1/chat/completions\n"
            . "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"$text\"}]}";
-}
-
-# The runner counts a reload as done when the new workers answer; the old
-# ones may still accept a connection for a moment, and a request served by
-# them would see the previous zone.  Each block waits (--- init) until the
-# master has no worker left but the new one.
-sub wait_for_old_workers {
-    open my $in, '<', $Test::Nginx::Util::PidFile or die "no pid file: $!";
-    my ($master) = <$in> =~ /(\d+)/;
-    close $in;
-    for (1 .. 500) {
-        my @workers;
-        for my $stat (glob '/proc/[0-9]*/stat') {
-            open my $fh, '<', $stat or next;
-            my $line = <$fh> // '';
-            push @workers, $1 if $line =~ /^(\d+) \(.*\) \S+ (\d+) / && $2 == $master;
-        }
-        return if @workers <= 1;    # 0: no master process
-        select undef, undef, undef, 0.01;
-    }
-    die "the old nginx workers did not exit in 5 s\n";
 }
 
 use_hup();

@@ -129,6 +129,27 @@ sub fan {
     return "$c}\n";
 }
 
+# --- init of a block in HUP mode: the runner counts a reload as done when
+# the new workers answer; the old ones may still accept a connection for a
+# moment, and a request served by them would see the previous zone.  Waits
+# until the master has no workers left but the new ones (workers()).
+sub wait_for_old_workers {
+    open my $in, '<', $Test::Nginx::Util::PidFile or die "no pid file: $!";
+    my ($master) = <$in> =~ /(\d+)/;
+    close $in;
+    for (1 .. 500) {
+        my @workers;
+        for my $stat (glob '/proc/[0-9]*/stat') {
+            open my $fh, '<', $stat or next;
+            my $line = <$fh> // '';
+            push @workers, $1 if $line =~ /^(\d+) \(.*\) \S+ (\d+) / && $2 == $master;
+        }
+        return if @workers <= $Test::Nginx::Util::Workers;    # 0: no master
+        select undef, undef, undef, 0.01;
+    }
+    die "the old nginx workers did not exit in 5 s\n";
+}
+
 # --- request builders (:prompts) ---------------------------------------------
 
 my $JSON = JSON::PP->new->canonical(1);

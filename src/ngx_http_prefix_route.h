@@ -1,0 +1,50 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+#ifndef _NGX_HTTP_PREFIX_ROUTE_H_INCLUDED_
+#define _NGX_HTTP_PREFIX_ROUTE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_prefix_route_index.h"
+
+
+/* $prefix_route_status values, also the keys of the request counters */
+typedef enum {
+    NGX_HTTP_PREFIX_ROUTE_BYPASS = 0,
+    NGX_HTTP_PREFIX_ROUTE_MISS,
+    NGX_HTTP_PREFIX_ROUTE_HIT,
+    NGX_HTTP_PREFIX_ROUTE_SPILL,
+    NGX_HTTP_PREFIX_ROUTE_NSTATUS
+} ngx_http_prefix_route_status_e;
+
+
+/* the configuration of one upstream{} that uses prefix_route */
+typedef struct {
+    ngx_shm_zone_t                     *shm_zone;
+    ngx_http_prefix_route_index_t       index;
+
+    size_t                              block;       /* bytes */
+    size_t                              max_prefix;  /* bytes */
+    size_t                              capacity;    /* bytes per peer */
+    ngx_uint_t                          affinity;    /* percent */
+    ngx_msec_t                          decay;       /* half-life, ms */
+
+    /* per server of the upstream: [0] primary, [1] backup, in list order */
+    ngx_http_upstream_rr_peers_t       *peers;
+    ngx_http_prefix_route_peer_t      **shared[2];   /* records in zone */
+    uint64_t                           *id[2];       /* hashes of names */
+} ngx_http_prefix_route_srv_conf_t;
+
+
+extern ngx_module_t  ngx_http_prefix_route_module;
+extern ngx_str_t     ngx_http_prefix_route_status_names[];
+
+
+#endif /* _NGX_HTTP_PREFIX_ROUTE_H_INCLUDED_ */

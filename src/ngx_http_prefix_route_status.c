@@ -1,0 +1,474 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_http.h>
+
+#include "ngx_http_prefix_route.h"
+#include "ngx_http_prefix_route_status.h"
+
+
+/* figures of an upstream, in the order of ngx_http_prefix_route_ufields */
+enum {
+    NGX_HTTP_PREFIX_ROUTE_U_SIZE = 0,
+    NGX_HTTP_PREFIX_ROUTE_U_USED,
+    NGX_HTTP_PREFIX_ROUTE_U_BLOCKS,
+    NGX_HTTP_PREFIX_ROUTE_U_HOLDERS,
+    NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS,
+    NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN,
+    NGX_HTTP_PREFIX_ROUTE_U_PROMPT,
+    NGX_HTTP_PREFIX_ROUTE_U_MATCHED,
+    NGX_HTTP_PREFIX_ROUTE_U_N
+};
+
+/* figures of a peer, in the order of ngx_http_prefix_route_pfields */
+enum {
+    NGX_HTTP_PREFIX_ROUTE_P_INFLIGHT = 0,
+    NGX_HTTP_PREFIX_ROUTE_P_QUEUED,
+    NGX_HTTP_PREFIX_ROUTE_P_BLOCKS,
+    NGX_HTTP_PREFIX_ROUTE_P_REQUESTS,
+    NGX_HTTP_PREFIX_ROUTE_P_HITS,
+    NGX_HTTP_PREFIX_ROUTE_P_N
+};
+
+
+typedef struct {
+    char                              *json;     /* key in the JSON */
+    char                              *metric;   /* Prometheus name */
+    char                              *type;     /* gauge or counter */
+    char                              *help;
+} ngx_http_prefix_route_field_t;
+
+
+typedef struct {
+    ngx_str_t                         *name;
+    ngx_str_t                         *state;
+    uint64_t                           v[NGX_HTTP_PREFIX_ROUTE_P_N];
+} ngx_http_prefix_route_peer_stat_t;
+
+
+typedef struct {
+    ngx_str_t                         *name;
+    ngx_str_t                         *zone;
+    uint64_t                           v[NGX_HTTP_PREFIX_ROUTE_U_N];
+    uint64_t                           requests[NGX_HTTP_PREFIX_ROUTE_NSTATUS];
+    ngx_uint_t                         npeers;
+    ngx_http_prefix_route_peer_stat_t *peers;
+} ngx_http_prefix_route_stat_t;
+
+
+static ngx_int_t ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
+    ngx_array_t *stats, size_t *size);
+static void ngx_http_prefix_route_status_peers(
+    ngx_http_prefix_route_srv_conf_t *prcf, ngx_http_prefix_route_stat_t *st,
+    size_t *size);
+static u_char *ngx_http_prefix_route_status_json(u_char *p,
+    ngx_array_t *stats);
+static u_char *ngx_http_prefix_route_status_prometheus(u_char *p,
+    ngx_array_t *stats);
+
+
+static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
+    { "zone_size", "zone_size_bytes", "gauge",
+      "Size of the shared memory zone, bytes." },
+    { "zone_used", "zone_used_bytes", "gauge",
+      "Pages of the zone in use, bytes." },
+    { "blocks", "index_blocks", "gauge",
+      "Block hashes (prefixes) in the index." },
+    { "holders", "index_holders", "gauge",
+      "(block, peer) pairs in the index." },
+    { "evictions", "evictions_total", "counter",
+      "Index holders dropped to free zone memory." },
+    { "forgotten", "forgotten_total", "counter",
+      "Index holders dropped beyond a peer's capacity." },
+    { "prompt_bytes", "prompt_bytes_total", "counter",
+      "Bytes of canonical prompt considered." },
+    { "matched_bytes", "matched_bytes_total", "counter",
+      "Bytes of canonical prompt held by the chosen peer." }
+};
+
+
+static ngx_http_prefix_route_field_t  ngx_http_prefix_route_pfields[] = {
+    { "inflight", "peer_inflight_requests", "gauge",
+      "Requests sent to the peer and not finished." },
+    { "queued_bytes", "peer_queued_bytes", "gauge",
+      "Prefill work queued on the peer, bytes of uncached prompt." },
+    { "blocks", "peer_blocks", "gauge",
+      "Index blocks the peer is believed to hold." },
+    { "requests", "peer_requests_total", "counter",
+      "Requests routed to the peer." },
+    { "hits", "peer_hits_total", "counter",
+      "Requests routed to the peer while it held part of their prompt." }
+};
+
+
+static ngx_str_t  ngx_http_prefix_route_states[] = {
+    ngx_string("up"),
+    ngx_string("down"),
+    ngx_string("failing"),
+    ngx_string("backup")
+};
+
+
+ngx_int_t
+ngx_http_prefix_route_status_handler(ngx_http_request_t *r)
+{
+    size_t        size;
+    ngx_int_t     rc;
+    ngx_str_t     format;
+    ngx_buf_t    *b;
+    ngx_uint_t    prometheus;
+    ngx_array_t   stats;
+    ngx_chain_t   out;
+
+    if (!(r->method & (NGX_HTTP_GET|NGX_HTTP_HEAD))) {
+        return NGX_HTTP_NOT_ALLOWED;
+    }
+
+    rc = ngx_http_discard_request_body(r);
+
+    if (rc != NGX_OK) {
+        return rc;
+    }
+
+    prometheus = 0;
+
+    if (ngx_http_arg(r, (u_char *) "format", 6, &format) == NGX_OK) {
+
+        if (format.len == 10
+            && ngx_strncmp(format.data, "prometheus", 10) == 0)
+        {
+            prometheus = 1;
+
+        } else if (format.len != 4
+                   || ngx_strncmp(format.data, "json", 4) != 0)
+        {
+            return NGX_HTTP_BAD_REQUEST;
+        }
+    }
+
+    if (ngx_http_prefix_route_status_collect(r, &stats, &size) != NGX_OK) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    b = ngx_create_temp_buf(r->pool, size);
+    if (b == NULL) {
+        return NGX_HTTP_INTERNAL_SERVER_ERROR;
+    }
+
+    if (prometheus) {
+        b->last = ngx_http_prefix_route_status_prometheus(b->last, &stats);
+        ngx_str_set(&r->headers_out.content_type,
+                    "text/plain; version=0.0.4; charset=utf-8");
+
+    } else {
+        b->last = ngx_http_prefix_route_status_json(b->last, &stats);
+        ngx_str_set(&r->headers_out.content_type, "application/json");
+    }
+
+    r->headers_out.content_type_len = r->headers_out.content_type.len;
+    r->headers_out.status = NGX_HTTP_OK;
+    r->headers_out.content_length_n = b->last - b->pos;
+
+    b->last_buf = (r == r->main) ? 1 : 0;
+    b->last_in_chain = 1;
+
+    rc = ngx_http_send_header(r);
+
+    if (rc == NGX_ERROR || rc > NGX_OK || r->header_only) {
+        return rc;
+    }
+
+    out.buf = b;
+    out.next = NULL;
+
+    return ngx_http_output_filter(r, &out);
+}
+
+
+/*
+ * A snapshot of every prefix_route upstream: the counters are read without
+ * a lock, the index and peer figures under the zone mutex, one zone at a
+ * time.  *size is set to a bound on the output in either format: at most
+ * 16 lines an upstream and 8 a peer, each with the names, a metric name or
+ * a HELP text (under 128 bytes) and a figure (NGX_INT64_LEN).
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
+    ngx_array_t *stats, size_t *size)
+{
+    ngx_uint_t                         i, k, n;
+    ngx_slab_pool_t                   *shpool;
+    ngx_http_prefix_route_sh_t        *sh;
+    ngx_http_prefix_route_stat_t      *st;
+    ngx_http_upstream_srv_conf_t     **uscfp;
+    ngx_http_upstream_main_conf_t     *umcf;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    umcf = ngx_http_get_module_main_conf(r, ngx_http_upstream_module);
+    uscfp = umcf->upstreams.elts;
+
+    if (ngx_array_init(stats, r->pool, 4, sizeof(ngx_http_prefix_route_stat_t))
+        != NGX_OK)
+    {
+        return NGX_ERROR;
+    }
+
+    *size = 16 * 256;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+
+        if (uscfp[i]->srv_conf == NULL) {
+            continue;
+        }
+
+        prcf = ngx_http_conf_upstream_srv_conf(uscfp[i],
+                                               ngx_http_prefix_route_module);
+
+        if (prcf->shm_zone == NULL || prcf->peers == NULL) {
+            continue;
+        }
+
+        st = ngx_array_push(stats);
+        if (st == NULL) {
+            return NGX_ERROR;
+        }
+
+        n = prcf->peers->number
+            + (prcf->peers->next ? prcf->peers->next->number : 0);
+
+        st->name = &uscfp[i]->host;
+        st->zone = &prcf->shm_zone->shm.name;
+        st->npeers = n;
+        st->peers = ngx_pcalloc(r->pool,
+                                n * sizeof(ngx_http_prefix_route_peer_stat_t));
+        if (st->peers == NULL) {
+            return NGX_ERROR;
+        }
+
+        *size += 16 * (128 + NGX_INT64_LEN + st->name->len + st->zone->len);
+
+        sh = prcf->index.sh;
+        shpool = prcf->index.shpool;
+
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_NSTATUS; k++) {
+            st->requests[k] = sh->requests[k];
+        }
+
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_PROMPT] = sh->prompt_bytes;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_MATCHED] = sh->matched_bytes;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_SIZE] = prcf->shm_zone->shm.size;
+
+        ngx_shmtx_lock(&shpool->mutex);
+
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_USED] =
+                      (uint64_t) ((shpool->end - shpool->start) / ngx_pagesize
+                                  - shpool->pfree) * ngx_pagesize;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_BLOCKS] = sh->entries;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_HOLDERS] = sh->holders;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS] = sh->evictions;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN] = sh->forgotten;
+
+        ngx_http_prefix_route_status_peers(prcf, st, size);
+
+        ngx_shmtx_unlock(&shpool->mutex);
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * The peers of both lists with their round robin state (per worker unless
+ * the upstream has a "zone") and their shared figures.  The caller holds
+ * the zone mutex; the peers lock is not needed to read a few words.
+ */
+
+static void
+ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_prefix_route_stat_t *st, size_t *size)
+{
+    time_t                              now;
+    ngx_uint_t                          b, i, state;
+    ngx_http_upstream_rr_peer_t        *peer;
+    ngx_http_upstream_rr_peers_t       *peers;
+    ngx_http_prefix_route_peer_t       *sp;
+    ngx_http_prefix_route_peer_stat_t  *ps;
+
+    now = ngx_time();
+    ps = st->peers;
+
+    for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
+    {
+        for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+
+            if (peer->down) {
+                state = 1;
+
+            } else if (peer->max_fails && peer->fails >= peer->max_fails
+                       && now - peer->checked <= peer->fail_timeout)
+            {
+                state = 2;
+
+            } else {
+                state = b ? 3 : 0;
+            }
+
+            ps->name = &peer->name;
+            ps->state = &ngx_http_prefix_route_states[state];
+
+            *size += 8 * (128 + NGX_INT64_LEN + st->name->len
+                          + peer->name.len);
+
+            sp = prcf->shared[b][i];
+
+            if (sp != NULL) {
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_INFLIGHT] = sp->inflight;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_QUEUED] = (uint64_t) sp->queued;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS] = sp->blocks;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS] = sp->requests;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_HITS] = sp->hits;
+            }
+
+            ps++;
+        }
+    }
+}
+
+
+static u_char *
+ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
+{
+    ngx_uint_t                          i, k, n;
+    ngx_http_prefix_route_stat_t       *st;
+    ngx_http_prefix_route_peer_stat_t  *ps;
+
+    st = stats->elts;
+
+    p = ngx_sprintf(p, "{\"upstreams\":[");
+
+    for (i = 0; i < stats->nelts; i++) {
+
+        p = ngx_sprintf(p, "%s{\"name\":\"%V\",\"zone\":\"%V\"",
+                        i ? "," : "", st[i].name, st[i].zone);
+
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_U_N; k++) {
+            p = ngx_sprintf(p, ",\"%s\":%uL",
+                            ngx_http_prefix_route_ufields[k].json,
+                            st[i].v[k]);
+        }
+
+        p = ngx_sprintf(p, ",\"requests\":{");
+
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_NSTATUS; k++) {
+            p = ngx_sprintf(p, "%s\"%V\":%uL", k ? "," : "",
+                            &ngx_http_prefix_route_status_names[k],
+                            st[i].requests[k]);
+        }
+
+        p = ngx_sprintf(p, "},\"peers\":[");
+
+        for (n = 0; n < st[i].npeers; n++) {
+            ps = &st[i].peers[n];
+
+            p = ngx_sprintf(p, "%s{\"name\":\"%V\",\"state\":\"%V\"",
+                            n ? "," : "", ps->name, ps->state);
+
+            for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_P_N; k++) {
+                p = ngx_sprintf(p, ",\"%s\":%uL",
+                                ngx_http_prefix_route_pfields[k].json,
+                                ps->v[k]);
+            }
+
+            *p++ = '}';
+        }
+
+        p = ngx_sprintf(p, "]}");
+    }
+
+    return ngx_sprintf(p, "]}\n");
+}
+
+
+/*
+ * The Prometheus text exposition format: each metric once with its HELP
+ * and TYPE lines, then a sample per upstream (and peer), labelled
+ * "upstream" and "peer".  Names are server addresses and upstream names,
+ * which hold no character that needs escaping in a label value.
+ */
+
+static u_char *
+ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
+{
+    ngx_uint_t                          i, k, n;
+    ngx_http_prefix_route_stat_t       *st;
+    ngx_http_prefix_route_field_t      *f;
+    ngx_http_prefix_route_peer_stat_t  *ps;
+
+    st = stats->elts;
+
+    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_U_N; k++) {
+        f = &ngx_http_prefix_route_ufields[k];
+
+        p = ngx_sprintf(p, "# HELP nginx_prefix_route_%s %s\n"
+                           "# TYPE nginx_prefix_route_%s %s\n",
+                        f->metric, f->help, f->metric, f->type);
+
+        for (i = 0; i < stats->nelts; i++) {
+            p = ngx_sprintf(p, "nginx_prefix_route_%s{upstream=\"%V\"} %uL\n",
+                            f->metric, st[i].name, st[i].v[k]);
+        }
+    }
+
+    p = ngx_sprintf(p, "# HELP nginx_prefix_route_requests_total "
+                       "Requests by $prefix_route_status.\n"
+                       "# TYPE nginx_prefix_route_requests_total counter\n");
+
+    for (i = 0; i < stats->nelts; i++) {
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_NSTATUS; k++) {
+            p = ngx_sprintf(p, "nginx_prefix_route_requests_total"
+                               "{upstream=\"%V\",status=\"%V\"} %uL\n",
+                            st[i].name,
+                            &ngx_http_prefix_route_status_names[k],
+                            st[i].requests[k]);
+        }
+    }
+
+    p = ngx_sprintf(p, "# HELP nginx_prefix_route_peer_state "
+                       "1 for the peer's state: up, down, failing or "
+                       "backup.\n"
+                       "# TYPE nginx_prefix_route_peer_state gauge\n");
+
+    for (i = 0; i < stats->nelts; i++) {
+        for (n = 0; n < st[i].npeers; n++) {
+            ps = &st[i].peers[n];
+            p = ngx_sprintf(p, "nginx_prefix_route_peer_state"
+                               "{upstream=\"%V\",peer=\"%V\",state=\"%V\"} 1\n",
+                            st[i].name, ps->name, ps->state);
+        }
+    }
+
+    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_P_N; k++) {
+        f = &ngx_http_prefix_route_pfields[k];
+
+        p = ngx_sprintf(p, "# HELP nginx_prefix_route_%s %s\n"
+                           "# TYPE nginx_prefix_route_%s %s\n",
+                        f->metric, f->help, f->metric, f->type);
+
+        for (i = 0; i < stats->nelts; i++) {
+            for (n = 0; n < st[i].npeers; n++) {
+                ps = &st[i].peers[n];
+                p = ngx_sprintf(p, "nginx_prefix_route_%s"
+                                   "{upstream=\"%V\",peer=\"%V\"} %uL\n",
+                                f->metric, st[i].name, ps->name, ps->v[k]);
+            }
+        }
+    }
+
+    return p;
+}

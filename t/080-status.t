@@ -1,0 +1,136 @@
+# prefix_route_status: the figures of every prefix_route upstream as JSON,
+# or in Prometheus text format with ?format=prometheus; the request
+# counters are shared by the workers and survive a reload with the zone;
+# access is limited with allow/deny; no prompt text is ever shown.
+#
+# HUP mode: the blocks reload one running nginx (two workers) and share its
+# zones, so they run in order.  Backends b1 and b2 listen on fixed ports
+# 19401 and 19402 (upstream llm), b3 on 19403 (upstream other).
+use Test::Nginx::Socket 'no_plan';
+use FindBin;
+use lib $FindBin::Bin;
+use PrefixRoute qw(:DEFAULT chat sys user text);
+
+$PrefixRoute::FixedPort = 19400;
+
+our $Http = ::upstream("zone=llm:1m", 1, 2)
+          . ::upstream("zone=other:1m", 3)
+          . ::backends(1 .. 3);
+
+our $Config = ::proxy() . ::proxy(path => "/other/", to => "other") . <<'CONF';
+location = /status {
+    prefix_route_status;
+}
+location = /private {
+    allow 192.0.2.1;
+    deny all;
+    prefix_route_status;
+}
+CONF
+
+# a 1000-byte system prompt with the marker word "Zanzibarian", then $q
+our $System = text("Zanzibarian assistant", 1000);
+sub ask { chat([sys($System), user(text($_[0], 100))]) }
+
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(main_config => $LoadModule) unless defined $block->main_config;
+    $block->set_value(http_config => $Http) unless defined $block->http_config;
+    $block->set_value(config => $Config) unless defined $block->config;
+    $block->set_value(init => "PrefixRoute::wait_for_old_workers();") unless defined $block->init;
+    $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
+    return $block;
+});
+
+master_on();
+workers(2);
+use_hup();
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: JSON: counters by status, prompt and matched bytes, index and peers
+A MISS then a HIT of the same system prompt (the 1009-byte system segment
+is 15 full blocks, 960 bytes), and a GET without a prompt (BYPASS).  A
+prompt is 1116 bytes: RS "system" US "c" + 1000, RS "user" US "c" + 100,
+17 full blocks; the two share 15, so the index holds 19, all on the
+backend that got both.
+--- request eval
+[::ask("first"), ::ask("second"), "GET /v1/models", "GET /status"]
+--- response_body_like eval
+["^b[12]\n\$", "^b[12]\n\$", "^b[12]\n\$",
+ qr/\A\{"upstreams":\[\{"name":"llm","zone":"llm","zone_size":1048576,"zone_used":\d+,"blocks":19,"holders":19,"evictions":0,"forgotten":0,"prompt_bytes":2232,"matched_bytes":960,"requests":\{"BYPASS":1,"MISS":1,"HIT":1,"SPILL":0\},"peers":\[\{"name":"127\.0\.0\.1:19401","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"requests":(?:2|0),"hits":(?:1|0)\},\{"name":"127\.0\.0\.1:19402","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"requests":(?:2|0),"hits":(?:1|0)\}\]\},\{"name":"other","zone":"other",.*"requests":\{"BYPASS":0,"MISS":0,"HIT":0,"SPILL":0\}.*\]\}\n\z/s]
+--- response_headers eval
+["", "", "", "Content-Type: application/json"]
+
+
+
+=== TEST 2: the counters are shared by the workers and survive a reload with the zone
+Same configuration: nginx reloads and keeps the zones.  One more HIT.
+--- request eval
+[::ask("third"), "GET /status"]
+--- response_body_like eval
+["^b[12]\n\$",
+ qr/"name":"llm".*"requests":\{"BYPASS":1,"MISS":1,"HIT":2,"SPILL":0\}/s]
+
+
+
+=== TEST 3: Prometheus text format
+--- request
+GET /status?format=prometheus
+--- response_headers
+Content-Type: text/plain; version=0.0.4; charset=utf-8
+--- response_body_like eval
+my @lines = (
+    '# HELP nginx_prefix_route_zone_size_bytes [^\n]+',
+    '# TYPE nginx_prefix_route_zone_size_bytes gauge',
+    'nginx_prefix_route_zone_size_bytes\{upstream="llm"\} 1048576',
+    'nginx_prefix_route_zone_size_bytes\{upstream="other"\} 1048576',
+    '(?:.*\n)*?# TYPE nginx_prefix_route_requests_total counter',
+    'nginx_prefix_route_requests_total\{upstream="llm",status="BYPASS"\} 1',
+    'nginx_prefix_route_requests_total\{upstream="llm",status="MISS"\} 1',
+    'nginx_prefix_route_requests_total\{upstream="llm",status="HIT"\} 2',
+    'nginx_prefix_route_requests_total\{upstream="llm",status="SPILL"\} 0',
+    '(?:.*\n)*?nginx_prefix_route_peer_state\{upstream="llm",peer="127\.0\.0\.1:19401",state="up"\} 1',
+    '(?:.*\n)*?# TYPE nginx_prefix_route_peer_requests_total counter',
+    'nginx_prefix_route_peer_requests_total\{upstream="llm",peer="127\.0\.0\.1:19401"\} \d+',
+    'nginx_prefix_route_peer_requests_total\{upstream="llm",peer="127\.0\.0\.1:19402"\} \d+',
+    'nginx_prefix_route_peer_requests_total\{upstream="other",peer="127\.0\.0\.1:19403"\} 0',
+);
+my $re = join "\n", @lines;
+qr/\A$re\n/
+
+
+
+=== TEST 4: the status shows no prompt text
+--- request
+GET /status?format=prometheus
+--- response_body_unlike
+Zanzibarian
+
+
+
+=== TEST 5: an unknown format is a 400, a POST a 405
+--- request eval
+["GET /status?format=xml", "POST /status\nx"]
+--- error_code eval
+[400, 405]
+
+
+
+=== TEST 6: allow and deny limit access to it as to any location
+--- request
+GET /private
+--- error_code: 403
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 7: every Prometheus line is a HELP or TYPE comment or a sample with labels and an integer value
+--- request
+GET /status?format=prometheus
+--- response_body_like eval
+qr/\A(?:(?:# HELP nginx_prefix_route_\w+ [^\n]+|# TYPE nginx_prefix_route_\w+ (?:gauge|counter)|nginx_prefix_route_\w+\{\w+="[^"\n]*"(?:,\w+="[^"\n]*")*\} \d+)\n)+\z/
