@@ -12,6 +12,19 @@
 #include "ngx_http_prefix_route_status.h"
 
 
+/* the HTML page: one table a upstream, reloaded every 5 s */
+#define NGX_HTTP_PREFIX_ROUTE_HTML_HEAD                                       \
+    "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"                  \
+    "<meta http-equiv=\"refresh\" content=\"5\">"                            \
+    "<title>prefix_route status</title><style>"                               \
+    "body{font:14px sans-serif;margin:1em 2em;color:#222}"                    \
+    "table{border-collapse:collapse;margin-bottom:2em}"                       \
+    "th,td{padding:4px 10px;border-bottom:1px solid #ccc;text-align:right}"  \
+    "th:first-child,td:first-child{text-align:left}"                         \
+    "td.up{color:#080}td.down,td.failing{color:#c00}td.backup{color:#888}"   \
+    "</style></head><body><h1>prefix_route</h1>\n"
+
+
 /* figures of an upstream, in the order of ngx_http_prefix_route_ufields */
 enum {
     NGX_HTTP_PREFIX_ROUTE_U_SIZE = 0,
@@ -70,6 +83,10 @@ static u_char *ngx_http_prefix_route_status_json(u_char *p,
     ngx_array_t *stats);
 static u_char *ngx_http_prefix_route_status_prometheus(u_char *p,
     ngx_array_t *stats);
+static u_char *ngx_http_prefix_route_status_html(u_char *p,
+    ngx_array_t *stats);
+static u_char *ngx_http_prefix_route_status_percent(u_char *p, uint64_t part,
+    uint64_t whole);
 
 
 static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
@@ -121,7 +138,7 @@ ngx_http_prefix_route_status_handler(ngx_http_request_t *r)
     ngx_int_t     rc;
     ngx_str_t     format;
     ngx_buf_t    *b;
-    ngx_uint_t    prometheus;
+    ngx_uint_t    type;
     ngx_array_t   stats;
     ngx_chain_t   out;
 
@@ -135,20 +152,36 @@ ngx_http_prefix_route_status_handler(ngx_http_request_t *r)
         return rc;
     }
 
-    prometheus = 0;
+    /* 0: JSON, 1: Prometheus, 2: HTML, also for a browser's Accept */
+
+    type = 0;
 
     if (ngx_http_arg(r, (u_char *) "format", 6, &format) == NGX_OK) {
 
         if (format.len == 10
             && ngx_strncmp(format.data, "prometheus", 10) == 0)
         {
-            prometheus = 1;
+            type = 1;
+
+        } else if (format.len == 4
+                   && ngx_strncmp(format.data, "html", 4) == 0)
+        {
+            type = 2;
 
         } else if (format.len != 4
                    || ngx_strncmp(format.data, "json", 4) != 0)
         {
             return NGX_HTTP_BAD_REQUEST;
         }
+
+    } else if (r->headers_in.accept
+               && ngx_strlcasestrn(r->headers_in.accept->value.data,
+                                   r->headers_in.accept->value.data
+                                   + r->headers_in.accept->value.len,
+                                   (u_char *) "text/html", 9 - 1)
+                  != NULL)
+    {
+        type = 2;
     }
 
     if (ngx_http_prefix_route_status_collect(r, &stats, &size) != NGX_OK) {
@@ -160,12 +193,20 @@ ngx_http_prefix_route_status_handler(ngx_http_request_t *r)
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
-    if (prometheus) {
+    switch (type) {
+
+    case 1:
         b->last = ngx_http_prefix_route_status_prometheus(b->last, &stats);
         ngx_str_set(&r->headers_out.content_type,
                     "text/plain; version=0.0.4; charset=utf-8");
+        break;
 
-    } else {
+    case 2:
+        b->last = ngx_http_prefix_route_status_html(b->last, &stats);
+        ngx_str_set(&r->headers_out.content_type, "text/html; charset=utf-8");
+        break;
+
+    default:
         b->last = ngx_http_prefix_route_status_json(b->last, &stats);
         ngx_str_set(&r->headers_out.content_type, "application/json");
     }
@@ -193,9 +234,10 @@ ngx_http_prefix_route_status_handler(ngx_http_request_t *r)
 /*
  * A snapshot of every prefix_route upstream: the counters are read without
  * a lock, the index and peer figures under the zone mutex, one zone at a
- * time.  *size is set to a bound on the output in either format: at most
- * 16 lines an upstream and 8 a peer, each with the names, a metric name or
- * a HELP text (under 128 bytes) and a figure (NGX_INT64_LEN).
+ * time.  *size is set to a bound on the output in any format: at most 16
+ * lines an upstream and 8 a peer, each with the names (6 times their
+ * length once escaped for HTML), a metric name or a HELP text (under 128
+ * bytes) and a figure (NGX_INT64_LEN), and the HTML page's head.
  */
 
 static ngx_int_t
@@ -219,7 +261,7 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    *size = 16 * 256;
+    *size = 16 * 256 + sizeof(NGX_HTTP_PREFIX_ROUTE_HTML_HEAD);
 
     for (i = 0; i < umcf->upstreams.nelts; i++) {
 
@@ -251,7 +293,8 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
             return NGX_ERROR;
         }
 
-        *size += 16 * (128 + NGX_INT64_LEN + st->name->len + st->zone->len);
+        *size += 16 * (128 + NGX_INT64_LEN
+                       + 6 * (st->name->len + st->zone->len));
 
         sh = prcf->index.sh;
         shpool = prcf->index.shpool;
@@ -322,8 +365,8 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
             ps->name = &peer->name;
             ps->state = &ngx_http_prefix_route_states[state];
 
-            *size += 8 * (128 + NGX_INT64_LEN + st->name->len
-                          + peer->name.len);
+            *size += 8 * (128 + NGX_INT64_LEN
+                          + 6 * (st->name->len + peer->name.len));
 
             sp = prcf->shared[b][i];
 
@@ -471,4 +514,101 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
     }
 
     return p;
+}
+
+
+/*
+ * The page for a person: per upstream, its zone and counters, then a row
+ * per peer with its state, load and hit rate; it reloads itself.
+ */
+
+static u_char *
+ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
+{
+    uint64_t                           *v;
+    ngx_uint_t                          i, k, n;
+    ngx_http_prefix_route_stat_t       *st;
+    ngx_http_prefix_route_peer_stat_t  *ps;
+
+    st = stats->elts;
+
+    p = ngx_cpymem(p, NGX_HTTP_PREFIX_ROUTE_HTML_HEAD,
+                   sizeof(NGX_HTTP_PREFIX_ROUTE_HTML_HEAD) - 1);
+
+    for (i = 0; i < stats->nelts; i++) {
+        v = st[i].v;
+
+        p = ngx_cpymem(p, "<h2>upstream ", 13);
+        p = (u_char *) ngx_escape_html(p, st[i].name->data, st[i].name->len);
+        p = ngx_cpymem(p, "</h2>\n<p>zone ", 14);
+        p = (u_char *) ngx_escape_html(p, st[i].zone->data, st[i].zone->len);
+
+        p = ngx_sprintf(p, ": %uL of %uL KiB used, %uL blocks indexed, "
+                           "%uL evicted, %uL forgotten<br>requests:",
+                        v[NGX_HTTP_PREFIX_ROUTE_U_USED] / 1024,
+                        v[NGX_HTTP_PREFIX_ROUTE_U_SIZE] / 1024,
+                        v[NGX_HTTP_PREFIX_ROUTE_U_BLOCKS],
+                        v[NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS],
+                        v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN]);
+
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_NSTATUS; k++) {
+            p = ngx_sprintf(p, " %V %uL", &ngx_http_prefix_route_status_names[k],
+                            st[i].requests[k]);
+        }
+
+        p = ngx_cpymem(p, "; prompt bytes matched: ", 24);
+        p = ngx_http_prefix_route_status_percent(p,
+                                        v[NGX_HTTP_PREFIX_ROUTE_U_MATCHED],
+                                        v[NGX_HTTP_PREFIX_ROUTE_U_PROMPT]);
+
+        p = ngx_sprintf(p, "</p>\n<table><tr><th>peer</th><th>state</th>"
+                           "<th>in flight</th><th>queued KiB</th>"
+                           "<th>requests</th><th>hits</th><th>hit rate</th>"
+                           "<th>blocks</th></tr>\n");
+
+        for (n = 0; n < st[i].npeers; n++) {
+            ps = &st[i].peers[n];
+            v = ps->v;
+
+            p = ngx_cpymem(p, "<tr><td>", 8);
+            p = (u_char *) ngx_escape_html(p, ps->name->data, ps->name->len);
+
+            p = ngx_sprintf(p, "</td><td class=\"%V\">%V</td><td>%uL</td>"
+                               "<td>%uL</td><td>%uL</td><td>%uL</td><td>",
+                            ps->state, ps->state,
+                            v[NGX_HTTP_PREFIX_ROUTE_P_INFLIGHT],
+                            v[NGX_HTTP_PREFIX_ROUTE_P_QUEUED] / 1024,
+                            v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS],
+                            v[NGX_HTTP_PREFIX_ROUTE_P_HITS]);
+
+            p = ngx_http_prefix_route_status_percent(p,
+                                        v[NGX_HTTP_PREFIX_ROUTE_P_HITS],
+                                        v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS]);
+
+            p = ngx_sprintf(p, "</td><td>%uL</td></tr>\n",
+                            v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS]);
+        }
+
+        p = ngx_cpymem(p, "</table>\n", 9);
+    }
+
+    return ngx_cpymem(p, "</body></html>\n", 15);
+}
+
+
+/* "part/whole" as a percentage with one decimal, "-" when whole is 0 */
+
+static u_char *
+ngx_http_prefix_route_status_percent(u_char *p, uint64_t part, uint64_t whole)
+{
+    uint64_t  permille;
+
+    if (whole == 0) {
+        *p++ = '-';
+        return p;
+    }
+
+    permille = part * 1000 / whole;
+
+    return ngx_sprintf(p, "%uL.%uL%%", permille / 10, permille % 10);
 }

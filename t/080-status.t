@@ -134,3 +134,15 @@ GET /private
 GET /status?format=prometheus
 --- response_body_like eval
 qr/\A(?:(?:# HELP nginx_prefix_route_\w+ [^\n]+|# TYPE nginx_prefix_route_\w+ (?:gauge|counter)|nginx_prefix_route_\w+\{\w+="[^"\n]*"(?:,\w+="[^"\n]*")*\} \d+)\n)+\z/
+
+
+
+=== TEST 8: HTML for a browser (Accept: text/html) or ?format=html: a row per peer with its state
+--- request eval
+["GET /status", "GET /status?format=html"]
+--- more_headers eval
+["Accept: text/html,application/xhtml+xml,*/*;q=0.8", ""]
+--- response_headers eval
+["Content-Type: text/html; charset=utf-8", "Content-Type: text/html; charset=utf-8"]
+--- response_body_like eval
+[(qr{<meta http-equiv="refresh" content="5">.*<h2>upstream llm</h2>\n<p>zone llm: \d+ of 1024 KiB used, 21 blocks indexed, 0 evicted, 0 forgotten<br>requests: BYPASS 1 MISS 1 HIT 2 SPILL 0; prompt bytes matched: [\d.]+%</p>\n<table>.*<tr><td>127\.0\.0\.1:19401</td><td class="up">up</td>.*<tr><td>127\.0\.0\.1:19402</td><td class="up">up</td>.*<h2>upstream other</h2>.*<tr><td>127\.0\.0\.1:19403</td><td class="up">up</td><td>0</td><td>0</td><td>0</td><td>0</td><td>-</td><td>0</td></tr>\n</table>\n</body></html>\n\z}s) x 2]
