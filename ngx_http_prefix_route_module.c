@@ -57,6 +57,8 @@ typedef struct {
     ngx_http_prefix_route_peer_t       *sent;
     double                              work;
     double                              uncached;
+    ngx_uint_t                          recorded[2]; /* blocks added to the
+                                                        index for it */
 } ngx_http_prefix_route_ctx_t;
 
 
@@ -743,8 +745,10 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
             sp->hits++;
         }
 
-        ngx_http_prefix_route_index_update(&prcf->index, ctx->hash,
-                                           ctx->nblocks, ctx->chain, d, sp,
+        ctx->recorded[0] = ctx->held[k];
+        ctx->recorded[1] = ngx_http_prefix_route_index_update(&prcf->index,
+                                           ctx->hash, ctx->nblocks,
+                                           ctx->chain, d, sp,
                                            prcf->capacity / prcf->block);
     }
 
@@ -783,7 +787,13 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 
         sp->inflight--;
 
-        if (!(state & NGX_PEER_FAILED)) {
+        if (state & NGX_PEER_FAILED) {
+            /* the peer may never have received the prompt */
+            ngx_http_prefix_route_index_forget(&ctx->conf->index, ctx->hash,
+                                               ctx->recorded[0],
+                                               ctx->recorded[1], sp);
+
+        } else {
             sp->recent = ngx_http_prefix_route_decay(sp->recent,
                                                      msec - sp->recent_time,
                                                      ctx->conf->decay)
@@ -1153,6 +1163,13 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"prefix_route\" must have "
                            "the \"zone=name:size\" parameter");
+        return NGX_CONF_ERROR;
+    }
+
+    if (prcf->capacity && prcf->capacity < prcf->block) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "capacity=%uz is smaller than block=%uz",
+                           prcf->capacity, prcf->block);
         return NGX_CONF_ERROR;
     }
 

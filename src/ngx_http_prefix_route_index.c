@@ -314,6 +314,34 @@ ngx_http_prefix_route_index_update(ngx_http_prefix_route_index_t *idx,
 }
 
 
+void
+ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
+    uint64_t *hash, ngx_uint_t from, ngx_uint_t to,
+    ngx_http_prefix_route_peer_t *peer)
+{
+    ngx_http_prefix_route_entry_t   *e;
+    ngx_http_prefix_route_holder_t  *h;
+
+    /* no entry is one of an update under way: none is kept from freeing */
+
+    idx->sh->stamp++;
+
+    while (to-- > from) {
+        e = ngx_http_prefix_route_index_lookup(idx->sh, hash[to]);
+
+        if (e == NULL) {
+            continue;
+        }
+
+        h = ngx_http_prefix_route_index_holder(e, peer);
+
+        if (h != NULL) {
+            ngx_http_prefix_route_index_remove(idx, h);
+        }
+    }
+}
+
+
 static ngx_http_prefix_route_entry_t *
 ngx_http_prefix_route_index_lookup(ngx_http_prefix_route_sh_t *sh,
     uint64_t hash)

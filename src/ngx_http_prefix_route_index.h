@@ -146,4 +146,15 @@ ngx_uint_t ngx_http_prefix_route_index_update(
     ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity);
 
 
+/*
+ * Takes back what ngx_http_prefix_route_index_update() recorded for "peer"
+ * of blocks from .. to - 1 of a chain, the deepest first, when the request
+ * failed to reach it: the peer never received them.  The caller holds the
+ * zone mutex.
+ */
+void ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
+    uint64_t *hash, ngx_uint_t from, ngx_uint_t to,
+    ngx_http_prefix_route_peer_t *peer);
+
+
 #endif /* _NGX_HTTP_PREFIX_ROUTE_INDEX_H_INCLUDED_ */

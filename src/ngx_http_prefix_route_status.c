@@ -77,7 +77,8 @@ typedef struct {
 static ngx_int_t ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
     ngx_array_t *stats, size_t *size);
 static void ngx_http_prefix_route_status_peers(
-    ngx_http_prefix_route_srv_conf_t *prcf, ngx_http_prefix_route_stat_t *st,
+    ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_upstream_rr_peers_t *peers, ngx_http_prefix_route_stat_t *st,
     size_t *size);
 static u_char *ngx_http_prefix_route_status_json(u_char *p,
     ngx_array_t *stats);
@@ -248,6 +249,7 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
     ngx_slab_pool_t                   *shpool;
     ngx_http_prefix_route_sh_t        *sh;
     ngx_http_prefix_route_stat_t      *st;
+    ngx_http_upstream_rr_peers_t      *peers;
     ngx_http_upstream_srv_conf_t     **uscfp;
     ngx_http_upstream_main_conf_t     *umcf;
     ngx_http_prefix_route_srv_conf_t  *prcf;
@@ -307,6 +309,14 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_MATCHED] = sh->matched_bytes;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SIZE] = prcf->shm_zone->shm.size;
 
+        /*
+         * the servers in use (with "zone", a copy in that zone), locked
+         * before the zone mutex, in the balancer's order
+         */
+
+        peers = uscfp[i]->peer.data;
+
+        ngx_http_upstream_rr_peers_rlock(peers);
         ngx_shmtx_lock(&shpool->mutex);
 
         st->v[NGX_HTTP_PREFIX_ROUTE_U_USED] =
@@ -317,9 +327,10 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS] = sh->evictions;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN] = sh->forgotten;
 
-        ngx_http_prefix_route_status_peers(prcf, st, size);
+        ngx_http_prefix_route_status_peers(prcf, peers, st, size);
 
         ngx_shmtx_unlock(&shpool->mutex);
+        ngx_http_upstream_rr_peers_unlock(peers);
     }
 
     return NGX_OK;
@@ -329,26 +340,27 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
 /*
  * The peers of both lists with their round robin state (per worker unless
  * the upstream has a "zone") and their shared figures.  The caller holds
- * the zone mutex; the peers lock is not needed to read a few words.
+ * the peers lock and, inside it, the zone mutex.
  */
 
 static void
 ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
-    ngx_http_prefix_route_stat_t *st, size_t *size)
+    ngx_http_upstream_rr_peers_t *peers, ngx_http_prefix_route_stat_t *st,
+    size_t *size)
 {
     time_t                              now;
     ngx_uint_t                          b, i, state;
     ngx_http_upstream_rr_peer_t        *peer;
-    ngx_http_upstream_rr_peers_t       *peers;
+    ngx_http_upstream_rr_peers_t       *list;
     ngx_http_prefix_route_peer_t       *sp;
     ngx_http_prefix_route_peer_stat_t  *ps;
 
     now = ngx_time();
     ps = st->peers;
 
-    for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
-    {
-        for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+    for (b = 0, list = peers; list != NULL; b++, list = list->next) {
+
+        for (peer = list->peer, i = 0; peer != NULL; peer = peer->next, i++) {
 
             if (peer->down) {
                 state = 1;

@@ -180,7 +180,15 @@ max_prefix=100 is smaller than block=128
 
 
 
-=== TEST 17: max_prefix smaller than the default block
+=== TEST 17: a capacity smaller than one block
+--- http_config eval: ::upstream("zone=llm:1m capacity=32", 1)
+--- must_die
+--- error_log
+capacity=32 is smaller than block=64
+
+
+
+=== TEST 18: max_prefix smaller than the default block
 --- http_config eval: ::upstream("zone=llm:1m max_prefix=32", 1)
 --- must_die
 --- error_log
@@ -188,7 +196,7 @@ max_prefix=32 is smaller than block=64
 
 
 
-=== TEST 18: capacity that is not a size
+=== TEST 19: capacity that is not a size
 --- http_config eval: ::upstream("zone=llm:1m capacity=all", 1)
 --- must_die
 --- error_log
@@ -196,7 +204,7 @@ invalid capacity "capacity=all"
 
 
 
-=== TEST 19: negative capacity
+=== TEST 20: negative capacity
 --- http_config eval: ::upstream("zone=llm:1m capacity=-1m", 1)
 --- must_die
 --- error_log
@@ -204,7 +212,7 @@ invalid capacity "capacity=-1m"
 
 
 
-=== TEST 20: affinity above 10
+=== TEST 21: affinity above 10
 --- http_config eval: ::upstream("zone=llm:1m affinity=11", 1)
 --- must_die
 --- error_log
@@ -212,7 +220,7 @@ invalid affinity "affinity=11", it must be a number from 0 to 10
 
 
 
-=== TEST 21: affinity that is not a number
+=== TEST 22: affinity that is not a number
 --- http_config eval: ::upstream("zone=llm:1m affinity=x", 1)
 --- must_die
 --- error_log
@@ -220,7 +228,7 @@ invalid affinity "affinity=x", it must be a number from 0 to 10
 
 
 
-=== TEST 22: negative affinity
+=== TEST 23: negative affinity
 --- http_config eval: ::upstream("zone=llm:1m affinity=-1", 1)
 --- must_die
 --- error_log
@@ -228,7 +236,7 @@ invalid affinity "affinity=-1", it must be a number from 0 to 10
 
 
 
-=== TEST 23: decay that is not a time
+=== TEST 24: decay that is not a time
 --- http_config eval: ::upstream("zone=llm:1m decay=soon", 1)
 --- must_die
 --- error_log
@@ -236,7 +244,7 @@ invalid decay "decay=soon"
 
 
 
-=== TEST 24: unknown parameter
+=== TEST 25: unknown parameter
 --- http_config eval: ::upstream("zone=llm:1m blocks=64", 1)
 --- must_die
 --- error_log
@@ -244,7 +252,7 @@ invalid parameter "blocks=64"
 
 
 
-=== TEST 25: prefix_route in http{}
+=== TEST 26: prefix_route in http{}
 --- http_config
 prefix_route zone=llm:1m;
 --- must_die
@@ -253,7 +261,7 @@ prefix_route zone=llm:1m;
 
 
 
-=== TEST 26: prefix_route in a location
+=== TEST 27: prefix_route in a location
 --- config
 location /v1/ {
     prefix_route zone=llm:1m;
@@ -264,7 +272,7 @@ location /v1/ {
 
 
 
-=== TEST 27: prefix_route after a server line
+=== TEST 28: prefix_route after a server line
 --- http_config
 upstream llm {
     server 127.0.0.1:1;
@@ -276,7 +284,7 @@ upstream llm {
 
 
 
-=== TEST 28: prefix_route twice in one upstream
+=== TEST 29: prefix_route twice in one upstream
 --- http_config
 upstream llm {
     prefix_route zone=llm:1m;
@@ -289,7 +297,7 @@ upstream llm {
 
 
 
-=== TEST 29: without load_module the directive is unknown
+=== TEST 30: without load_module the directive is unknown
 --- main_config
 # no load_module
 --- http_config
@@ -303,7 +311,7 @@ unknown directive "prefix_route"
 
 
 
-=== TEST 30: another balancer before prefix_route is replaced, with a warning
+=== TEST 31: another balancer before prefix_route is replaced, with a warning
 The warning is printed while the configuration is read; a later mistake
 makes nginx stop, so that what it printed can be checked.
 --- http_config
@@ -325,7 +333,7 @@ load balancing method redefined
 
 
 
-=== TEST 31: after least_conn, prefix_route is the balancer
+=== TEST 32: after least_conn, prefix_route is the balancer
 --- http_config
 upstream llm {
     least_conn;
@@ -344,7 +352,7 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\
 
 
 
-=== TEST 32: the README configuration starts and serves requests with every server parameter
+=== TEST 33: the README configuration starts and serves requests with every server parameter
 The servers use weight, max_fails, fail_timeout, max_conns, down and backup,
 and keepalive wraps the balancer.  The down server and the backup are never
 chosen while the others are up: their names are b4 and b5.
@@ -400,7 +408,7 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"llama\",\"messages\":[{\"role
 
 
 
-=== TEST 33: every parameter set to a valid non-default value
+=== TEST 34: every parameter set to a valid non-default value
 block=48 and max_prefix=1k: a prompt of more than 1k is cut at 1024 bytes,
 and a repeat matches 21 whole blocks of 48 bytes, 1008 bytes.
 --- http_config eval
@@ -417,7 +425,7 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\
 
 
 
-=== TEST 34: the boundary values are accepted
+=== TEST 35: the boundary values are accepted
 zone=128k (the minimum), block=16, max_prefix=16 (= block), capacity=0,
 affinity=0, decay=0: a 40-byte prompt has 2 whole blocks of 16 bytes, and
 the prefix index still records them (affinity=0 only stops them counting).
@@ -433,7 +441,7 @@ my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 40) . 
 
 
 
-=== TEST 35: the upper boundary values are accepted
+=== TEST 36: the upper boundary values are accepted
 block=64k, max_prefix=16m, capacity=1024m, affinity=10, decay=1h
 --- http_config eval
 ::upstream("zone=llm:1m block=64k max_prefix=16m capacity=1024m affinity=10 decay=1h", 1) . ::backends(1)
@@ -446,7 +454,7 @@ b1
 
 
 
-=== TEST 36: with the upstream zone directive (peers in shared memory) prefix_route works
+=== TEST 37: with the upstream zone directive (peers in shared memory) prefix_route works
 --- http_config eval
 <<'_EOC_' . ::backends(1 .. 4)
 upstream llm {
@@ -469,7 +477,7 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\
 
 
 
-=== TEST 37: a balancer after prefix_route is an error, not a silent switch to least_conn
+=== TEST 38: a balancer after prefix_route is an error, not a silent switch to least_conn
 --- http_config
 upstream llm {
     prefix_route zone=llm:1m;
@@ -482,7 +490,7 @@ another load balancing method replaces "prefix_route" in upstream "llm"
 
 
 
-=== TEST 38: a bare prefix_route names the missing zone parameter
+=== TEST 39: a bare prefix_route names the missing zone parameter
 --- http_config eval: ::upstream("", 1)
 --- must_die
 --- error_log
@@ -490,7 +498,7 @@ another load balancing method replaces "prefix_route" in upstream "llm"
 
 
 
-=== TEST 39: a parameter given twice is an error
+=== TEST 40: a parameter given twice is an error
 --- http_config eval: ::upstream("zone=llm:1m block=64 block=128", 1)
 --- must_die
 --- error_log

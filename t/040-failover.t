@@ -161,7 +161,27 @@ away from the refusing server, which holds the prompt too but is disabled.
 
 
 
-=== TEST 7: a holder that fails with 502 is retried away from (proxy_next_upstream http_502 non_idempotent), then the prompt sticks to the new server
+=== TEST 7: a server the prompt never reached is not recorded as holding it
+Without max_fails the refusing server b1 stays usable.  The first request
+chooses it (weight), fails over to b2 or b3, and b1's record of the prompt
+is taken back: the repeat goes straight to the server that answered (HIT,
+one attempt), not to b1 again.
+--- http_config eval
+::upstream("1 weight=10 max_fails=0", 2, 3) . ::backends(2, 3)
+--- request eval
+[map { "POST /v1/chat/completions\n" . main::chat($_) } 1, 1]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+\nX-Upstream-Status: 502, 200",
+ "X-Prefix-Route: HIT [1-9]\\d* \\d+\nX-Upstream-Status: 200"]
+--- response_body_like eval
+[("^b[23]\n\\z") x 2]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 8: a holder that fails with 502 is retried away from (proxy_next_upstream http_502 non_idempotent), then the prompt sticks to the new server
 b1 answers /v1/ but fails /flaky/ with 502.  The prompt goes to b1 (weight),
 then /flaky/ fails on b1 and is retried on another server, which answers;
 b1 is disabled (max_fails=1), so the prompt now is a HIT on that server.
@@ -185,7 +205,7 @@ A POST is retried after a 502 only with non_idempotent (nginx's rule).
 
 
 
-=== TEST 8: without non_idempotent a POST that got a 502 is not retried, and the server is not disabled
+=== TEST 9: without non_idempotent a POST that got a 502 is not retried, and the server is not disabled
 nginx passes a POST to the next server after a 502 only with
 non_idempotent (ngx_http_upstream_test_next()): the 502 reaches the client,
 b1 is not counted as failed and keeps the prompt.
@@ -210,7 +230,7 @@ b1 is not counted as failed and keeps the prompt.
 
 
 
-=== TEST 9: max_conns: a server at its limit is skipped for a concurrent request
+=== TEST 10: max_conns: a server at its limit is skipped for a concurrent request
 b1 (weight 10, max_conns=1) would take both prompts if it could; the two
 subrequests run at the same time and each backend answers after 0.3 s, so
 the second finds b1 busy and goes to b2.  A later prompt goes to b1 again.
@@ -225,7 +245,7 @@ the second finds b1 busy and goes to b2.  A later prompt goes to b1 again.
 
 
 
-=== TEST 10: all servers refuse connections: 502
+=== TEST 11: all servers refuse connections: 502
 --- http_config eval
 ::upstream("1 max_fails=1 fail_timeout=10s", "2 max_fails=1 fail_timeout=10s")
 --- request eval
@@ -244,7 +264,7 @@ no live upstreams
 
 
 
-=== TEST 11: then, with both servers disabled, 502 at once with "no live upstreams"
+=== TEST 12: then, with both servers disabled, 502 at once with "no live upstreams"
 The same nginx as the previous test (no --- config: it keeps running).
 --- request eval
 "POST /v1/chat/completions\n" . main::chat(2)
