@@ -33,6 +33,19 @@
 /* the body is read from a temporary file in pieces this large */
 #define NGX_HTTP_PREFIX_ROUTE_READ_SIZE     65536
 
+/*
+ * What jansson may allocate to parse one body and build its prompt: a
+ * body of long strings takes about twice its size, 100,000 short messages
+ * ~10 times, empty objects ("{}," x 10^6) ~70 times theirs (measured with
+ * t/070-hostile.t's bodies), so the budget is 16 bytes a body byte plus
+ * 1 MiB; past it the parse fails and the request is balanced by round
+ * robin.
+ */
+#define NGX_HTTP_PREFIX_ROUTE_JSON_BUDGET(size)  (16 * (size) + 1048576)
+
+/* room before each jansson allocation for its size, keeping alignment */
+#define NGX_HTTP_PREFIX_ROUTE_JSON_HEADER   16
+
 
 typedef struct {
     /* the round robin data first: the balancer falls back to it */
@@ -72,6 +85,9 @@ typedef struct {
 } ngx_http_prefix_route_body_t;
 
 
+static ngx_int_t ngx_http_prefix_route_init_module(ngx_cycle_t *cycle);
+static void *ngx_http_prefix_route_json_malloc(size_t size);
+static void ngx_http_prefix_route_json_free(void *p);
 static ngx_int_t ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
 static ngx_int_t ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone,
@@ -143,7 +159,7 @@ ngx_module_t  ngx_http_prefix_route_module = {
     ngx_http_prefix_route_commands,        /* module directives */
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
-    NULL,                                  /* init module */
+    ngx_http_prefix_route_init_module,     /* init module */
     NULL,                                  /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
@@ -159,6 +175,14 @@ ngx_str_t  ngx_http_prefix_route_status_names[] = {
     ngx_string("HIT"),
     ngx_string("SPILL")
 };
+
+
+/*
+ * jansson's allocations are counted against a budget while a body is
+ * parsed (a worker parses one at a time); 0 when not limited
+ */
+static size_t      ngx_http_prefix_route_json_left;
+static ngx_uint_t  ngx_http_prefix_route_json_limited;
 
 
 enum {
@@ -184,6 +208,68 @@ static ngx_http_variable_t  ngx_http_prefix_route_vars[] = {
 
       ngx_http_null_variable
 };
+
+
+/*
+ * jansson's allocator, for the whole process: the module is its only user
+ * in nginx.  Set once, before the workers start, so that every jansson
+ * object is allocated and freed by the same pair.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_init_module(ngx_cycle_t *cycle)
+{
+    json_set_alloc_funcs(ngx_http_prefix_route_json_malloc,
+                         ngx_http_prefix_route_json_free);
+
+    return NGX_OK;
+}
+
+
+/* malloc() that keeps the size and, while limited, charges the budget */
+
+static void *
+ngx_http_prefix_route_json_malloc(size_t size)
+{
+    u_char  *p;
+
+    if (ngx_http_prefix_route_json_limited) {
+
+        if (size > ngx_http_prefix_route_json_left) {
+            return NULL;
+        }
+
+        ngx_http_prefix_route_json_left -= size;
+    }
+
+    p = malloc(size + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    *(size_t *) p = size;
+
+    return p + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER;
+}
+
+
+static void
+ngx_http_prefix_route_json_free(void *p)
+{
+    u_char  *base;
+
+    if (p == NULL) {
+        return;
+    }
+
+    base = (u_char *) p - NGX_HTTP_PREFIX_ROUTE_JSON_HEADER;
+
+    if (ngx_http_prefix_route_json_limited) {
+        ngx_http_prefix_route_json_left += *(size_t *) base;
+    }
+
+    free(base);
+}
 
 
 static ngx_int_t
@@ -340,7 +426,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx)
 {
     off_t                              size;
-    size_t                             max;
+    size_t                             max, budget;
     json_t                            *root;
     ngx_int_t                          rc;
     ngx_uint_t                         n;
@@ -375,14 +461,40 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
         return;
     }
 
+    pr.buf = ngx_pnalloc(r->pool, prcf->max_prefix);
+    if (pr.buf == NULL) {
+        return;
+    }
+
+    pr.size = prcf->max_prefix;
+    pr.len = 0;
+    pr.key = 0;
+    pr.seed = 0;
+
     ngx_memzero(&body, sizeof(ngx_http_prefix_route_body_t));
     body.cl = rb->bufs;
     body.r = r;
+
+    /* what jansson takes for this body is bounded, from parse to decref */
+
+    budget = NGX_HTTP_PREFIX_ROUTE_JSON_BUDGET((size_t) size);
+    ngx_http_prefix_route_json_left = budget;
+    ngx_http_prefix_route_json_limited = 1;
 
     root = json_load_callback(ngx_http_prefix_route_read_body, &body,
                               JSON_ALLOW_NUL, &err);
 
     if (root == NULL) {
+        ngx_http_prefix_route_json_limited = 0;
+
+        if (json_error_code(&err) == json_error_out_of_memory) {
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "prefix_route: request body of %O bytes needs "
+                          "more than %uz bytes to parse, round robin",
+                          size, budget);
+            return;
+        }
+
         /* the error text quotes the body: only its position is logged */
 
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
@@ -392,21 +504,12 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
         return;
     }
 
-    pr.buf = ngx_pnalloc(r->pool, prcf->max_prefix);
-    if (pr.buf == NULL) {
-        json_decref(root);
-        return;
-    }
-
-    pr.size = prcf->max_prefix;
-    pr.len = 0;
-    pr.key = 0;
-    pr.seed = 0;
-
     rc = json_is_object(root) ? ngx_http_prefix_route_prompt_build(root, &pr)
                               : NGX_DECLINED;
 
     json_decref(root);
+
+    ngx_http_prefix_route_json_limited = 0;
 
     if (rc != NGX_OK || pr.len == 0) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
