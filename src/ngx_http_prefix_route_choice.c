@@ -15,11 +15,12 @@ ngx_int_t
 ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
     ngx_uint_t n, size_t len, ngx_uint_t affinity, size_t slack)
 {
-    double      credit, load, best;
+    double      credit, load, best, tie;
     ngx_int_t   chosen;
-    ngx_uint_t  i;
+    ngx_uint_t  i, known;
 
     best = HUGE_VAL;
+    known = 0;
 
     for (i = 0; i < n; i++) {
 
@@ -40,13 +41,30 @@ ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
         if (c[i].cost < best) {
             best = c[i].cost;
         }
+
+        if (c[i].sticky && c[i].match) {
+            known = 1;
+        }
+    }
+
+    /*
+     * A prompt that no peer holds as its own conversation is placed by
+     * the rank among the peers within a quarter of the prompt of the
+     * lowest cost, so that nginx instances that do not share an index
+     * agree on where a conversation goes while loads are about even.
+     */
+
+    tie = (double) slack;
+
+    if (!known && (double) len / 4 > tie) {
+        tie = (double) len / 4;
     }
 
     chosen = NGX_ERROR;
 
     for (i = 0; i < n; i++) {
 
-        if (!c[i].usable || c[i].cost > best + (double) slack) {
+        if (!c[i].usable || c[i].cost > best + tie) {
             continue;
         }
 

@@ -49,7 +49,11 @@ typedef struct {
  * at all, so that only queued work moves a conversation (docs/design.md,
  * "Choosing a peer").
  * Candidates whose cost is within "slack" bytes of the lowest are equal;
- * the highest rank among them wins (rendezvous hashing).
+ * the highest rank among them wins (rendezvous hashing).  When no
+ * candidate holds the prompt as its own conversation ("sticky"), the
+ * slack widens to a quarter of the prompt, so that separate nginx
+ * instances place a new or unknown conversation alike while the loads
+ * are about even.
  *
  * Sets c[i].cost of the usable candidates and returns the index of the
  * chosen one, or NGX_ERROR (-1) when none is usable.

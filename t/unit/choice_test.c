@@ -166,12 +166,12 @@ test_choice(void)
     /* affinity 0 ignores the cache */
 
     test_set(&c[0], 0, 10, 0, 0, 1);
-    test_set(&c[1], 1024, 500, 0, 0, 2);
+    test_set(&c[1], 1024, 600, 0, 0, 2);
     k = ngx_http_prefix_route_choose(c, 2, 2000, 0, 0);
     test_ok(k == 0, "affinity=0: least queued work");
 
     k = ngx_http_prefix_route_choose(c, 2, 2000, 100, 0);
-    test_ok(k == 1, "affinity=1: the holder despite 490 more queued bytes");
+    test_ok(k == 1, "affinity=1: the holder despite 590 more queued bytes");
 
     /* weight divides the cost */
 
@@ -221,8 +221,22 @@ test_choice(void)
     k = ngx_http_prefix_route_choose(c, 3, 500, 100, 64);
     test_ok(k == 1, "costs within the slack tie: the highest rank wins");
 
+    c[1].recent = 200;
     k = ngx_http_prefix_route_choose(c, 3, 500, 100, 10);
-    test_ok(k == 2, "outside the slack the cost decides");
+    test_ok(k == 2, "beyond a quarter of the prompt the cost decides");
+
+    c[1].recent = 100;
+    k = ngx_http_prefix_route_choose(c, 3, 500, 100, 10);
+    test_ok(k == 1, "a prompt nobody holds as a conversation: costs within "
+            "a quarter of the prompt tie, the highest rank wins");
+
+    test_set(&c[0], 320, 0, 0, 1, 7);
+    test_set(&c[1], 256, 0, 100, 0, 9);
+    test_set(&c[2], 0, 0, 0, 0, 8);
+    c[0].recent = 0;
+    k = ngx_http_prefix_route_choose(c, 3, 500, 100, 10);
+    test_ok(k == 0, "a conversation its holder has: only the block slack, "
+            "cost decides");
 
     /* unusable peers */
 
