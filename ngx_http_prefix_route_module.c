@@ -183,6 +183,7 @@ ngx_str_t  ngx_http_prefix_route_status_names[] = {
  */
 static size_t      ngx_http_prefix_route_json_left;
 static ngx_uint_t  ngx_http_prefix_route_json_limited;
+static ngx_uint_t  ngx_http_prefix_route_json_refused;
 
 
 enum {
@@ -236,6 +237,8 @@ ngx_http_prefix_route_json_malloc(size_t size)
     if (ngx_http_prefix_route_json_limited) {
 
         if (size > ngx_http_prefix_route_json_left) {
+            /* jansson does not always say why it failed: remember */
+            ngx_http_prefix_route_json_refused = 1;
             return NULL;
         }
 
@@ -480,6 +483,10 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     budget = NGX_HTTP_PREFIX_ROUTE_JSON_BUDGET((size_t) size);
     ngx_http_prefix_route_json_left = budget;
     ngx_http_prefix_route_json_limited = 1;
+    ngx_http_prefix_route_json_refused = 0;
+
+    /* jansson leaves the error unset when an allocation fails */
+    ngx_memzero(&err, sizeof(json_error_t));
 
     root = json_load_callback(ngx_http_prefix_route_read_body, &body,
                               JSON_ALLOW_NUL, &err);
@@ -487,7 +494,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     if (root == NULL) {
         ngx_http_prefix_route_json_limited = 0;
 
-        if (json_error_code(&err) == json_error_out_of_memory) {
+        if (ngx_http_prefix_route_json_refused) {
             ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                           "prefix_route: request body of %O bytes needs "
                           "more than %uz bytes to parse, round robin",
