@@ -67,7 +67,34 @@ TEST_NGINX_BINARY (default C<nginx> in the PATH), TEST_NGINX_SERVER_PORT or
 TEST_NGINX_PORT (default 1984), TEST_NGINX_SERVROOT (default t/servroot),
 TEST_NGINX_LOG_LEVEL (default debug), TEST_NGINX_USE_HUP, TEST_NGINX_NO_CLEAN,
 TEST_NGINX_NO_SHUFFLE, TEST_NGINX_TIMEOUT (default 3), TEST_NGINX_SLEEP,
-TEST_NGINX_MASTER_PROCESS.
+TEST_NGINX_MASTER_PROCESS, TEST_NGINX_USE_VALGRIND, TEST_NGINX_VALGRIND_LOG_DIR,
+TEST_NGINX_VALGRIND_SLOWDOWN.
+
+=head2 Valgrind mode
+
+With TEST_NGINX_USE_VALGRIND set, nginx runs under valgrind, as in the real
+module: C<daemon off> in the generated nginx.conf, C<master_process> as the
+.t file sets it (off by default, on in HUP mode), nginx in the foreground
+as a child of the runner (in its own process group), up once its pid file
+is written; a C<--- must_die> block runs without valgrind. A number (1)
+selects C<valgrind --tool=memcheck --leak-check=full
+--show-possibly-lost=no> with C<--num-callers=100 --gen-suppressions=all>
+and C<--suppressions=valgrind.suppress> (or C<t/valgrind.suppress>) when
+that file exists, like the real one, plus C<--errors-for-leak-kinds=definite>;
+any other value is the valgrind options to use instead. The runner adds
+C<--error-exitcode=99> and C<--log-file>: one log a process (master and
+workers) in TEST_NGINX_VALGRIND_LOG_DIR (default C<servroot/valgrind>), named
+C<< <.t file>-<n>.<pid>.log >> for the n-th nginx the file starts.
+
+Unlike the real one, which only prints valgrind's reports, each nginx
+instance gets one more test once it has stopped (when a block restarts it,
+and at the end): "valgrind: no error in nginx serving ...", which fails,
+with the reports as diagnostics, when a log reports an error (an invalid
+read or write, a use of uninitialised memory, a definite leak: what the
+suppressions do not cover) or has no summary (a process that was killed).
+Stopping nginx waits up to 30 seconds, for valgrind's leak check, and the
+client waits TEST_NGINX_VALGRIND_SLOWDOWN (10) times longer for a response
+(TEST_NGINX_TIMEOUT or --- timeout), except in a block with --- abort.
 
 =head2 Known differences from the real module
 
@@ -75,7 +102,7 @@ TEST_NGINX_MASTER_PROCESS.
 
 =item * Not supported: pipelined_requests, curl, http2/http3, stap, tcp_*/udp_*
 servers, grep_error_log, shutdown_error_log, skip_nginx/skip_eval/todo and the
-valgrind, check-leak and benchmark modes.
+check-leak and benchmark modes. The valgrind mode differs: see above.
 
 =item * A block whose nginx fails to start (or fails a HUP reload) gets one
 failing test with nginx's stderr and the tail of error.log and its other
@@ -124,6 +151,7 @@ our @EXPORT = qw(
 );
 
 my $Started;            # nginx was started by this process
+my @Served;             # valgrind mode: the blocks the running nginx served
 my $ErrLogPos = 0;      # error.log bytes already checked
 
 sub fmt_str ($) {
@@ -515,7 +543,7 @@ sub describe_failure ($$) {
 sub start_nginx () {
     my $waited = 0;
     while (1) {
-        my ($status, $stderr) = run_nginx();
+        my ($status, $stderr) = run_nginx(1);     # under valgrind if asked
         $Started = 1;
         if ($status == 0) {
             wait_for_pid_file();
@@ -557,11 +585,53 @@ sub test_must_die ($$) {
     }
 }
 
+# valgrind mode: once the nginx that served @Served has stopped, one test
+# that its valgrind logs (master and workers) report no error: no invalid
+# read or write, no use of uninitialised memory, no definite leak (what
+# t/valgrind.suppress does not suppress); the real one only prints them.
+sub check_valgrind () {
+    return unless $UseValgrind && @Served;
+    my @blocks = @Served;
+    @Served = ();
+    my $desc = "valgrind: no error in nginx serving \"$blocks[0]\"";
+    $desc .= " and " . (@blocks - 1) . " more block(s)" if @blocks > 1;
+    my @logs = valgrind_logs();
+    my @bad;
+    for my $log (@logs) {
+        my $text = slurp($log);
+        my @sum = $text =~ /ERROR SUMMARY: (\d+) errors/g;
+        if (!@sum) {
+            push @bad, "$log: no ERROR SUMMARY (the process was killed?)\n";
+        } elsif ($sum[-1] > 0) {
+            # the reports, without the suppression templates
+            $text =~ s/^\{\n.*?^\}\n//msg;
+            my @lines = split /^/m, $text;
+            splice @lines, 200 if @lines > 200;
+            push @bad, "$log: $sum[-1] error(s)\n" . join '', @lines;
+        }
+    }
+    push @bad, "no valgrind log in $ValgrindLogDir\n" unless @logs;
+    my $code = $Test::Nginx::Util::ValgrindExitCode;
+    if (!@bad && defined $NginxStatus && $NginxStatus >> 8 == $code) {
+        push @bad, "valgrind exited with $code (errors) but its logs show "
+                   . "none\n";
+    }
+    if (@bad) {
+        fail($desc);
+        diag($_) for @bad;
+    } else {
+        pass($desc);
+    }
+}
+
 sub run_requests ($$) {
     my ($block, $rep) = @_;
     my $name = $block->name;
     my $reqs = build_requests($block);
     my $timeout = parse_time($block->timeout) // $Timeout;
+    # under valgrind nginx is many times slower; a block that expects the
+    # client to give up (--- abort) keeps its timeout
+    $timeout *= $ValgrindSlowdown if $UseValgrind && !defined $block->abort;
     my $wait = parse_time($block->wait);
     my $need_array = @$reqs > 1;
 
@@ -597,6 +667,7 @@ sub run_block ($) {
 
     if (defined $must_die) {
         stop_nginx($name);
+        check_valgrind();
         setup_server_root(0);
         write_user_files($block);
         write_config_file($block, $config // '', 0);
@@ -621,6 +692,7 @@ sub run_block ($) {
 
     } else {
         stop_nginx($name);      # the previous block's, or a stale one
+        check_valgrind();
         setup_server_root(0);
         write_user_files($block);
         write_config_file($block, $config // '', $hup);
@@ -631,6 +703,8 @@ sub run_block ($) {
             return;
         }
     }
+
+    push @Served, $name if $UseValgrind;
 
     if (defined(my $init = $block->init)) {
         eval "package main; $init; 1" or bail_out("$name - init failed: $@");
@@ -655,9 +729,11 @@ sub run_tests () {
 }
 
 END {
-    if ($Started && !$ENV{TEST_NGINX_NO_CLEAN}) {
+    # as the real one, valgrind mode stops nginx even with TEST_NGINX_NO_CLEAN
+    if ($Started && (!$ENV{TEST_NGINX_NO_CLEAN} || $UseValgrind)) {
         local $?;
         stop_nginx('END');
+        check_valgrind();
     }
 }
 

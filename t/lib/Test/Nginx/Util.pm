@@ -17,7 +17,7 @@ use File::Path qw(make_path remove_tree);
 use File::Spec ();
 use IO::Select ();
 use IO::Socket::INET ();
-use List::Util qw(min);
+use List::Util qw(max min);
 use POSIX qw(WNOHANG);
 use Time::HiRes qw(sleep time);
 
@@ -26,6 +26,7 @@ our @EXPORT = qw(
     $ErrLogFile $AccLogFile $PidFile $StderrFile
     $RepeatEach $LogLevel $UseHup $NoShuffle $Timeout $Sleep
     $NoLongString $CheckAccumErrLog @BlockPreprocessors
+    $UseValgrind $ValgrindLogDir $ValgrindSlowdown $NginxStatus
 
     repeat_each workers worker_connections log_level timeout master_on
     master_off master_process_enabled no_shuffle no_long_string
@@ -36,7 +37,7 @@ our @EXPORT = qw(
     parse_time expand_env reset_rand_ports check_nginx_binary is_running
     nginx_pid stop_nginx setup_server_root write_user_files
     write_config_file run_nginx wait_for_pid_file reload_nginx send_raw
-    log_tail slurp
+    log_tail slurp valgrind_logs
 );
 
 # -- settings (same environment variables and defaults as the real one) ------
@@ -69,6 +70,17 @@ our $ErrLogFile = "$LogDir/error.log";
 our $AccLogFile = "$LogDir/access.log";
 our $PidFile    = "$LogDir/nginx.pid";
 our $StderrFile = "$LogDir/nginx-stderr.log";   # what "nginx" printed
+
+# TEST_NGINX_USE_VALGRIND: nginx runs under valgrind (see valgrind_command());
+# the n-th nginx a .t file starts writes one log a process, in
+# $ValgrindLogDir/<.t file>-<n>.<pid>.log
+our $UseValgrind  = $ENV{TEST_NGINX_USE_VALGRIND};
+our $ValgrindLogDir = File::Spec->rel2abs($ENV{TEST_NGINX_VALGRIND_LOG_DIR}
+                                          || "$ServRoot/valgrind");
+our $ValgrindExitCode = 99;     # valgrind's exit code when it saw errors
+# how much longer a client waits for a response under valgrind
+our $ValgrindSlowdown = $ENV{TEST_NGINX_VALGRIND_SLOWDOWN} || 10;
+our $NginxStatus;               # wait status of the last nginx stopped
 
 $ENV{TEST_NGINX_SERVER_ROOT} = $ServRoot;
 $ENV{TEST_NGINX_HTML_DIR} ||= $HtmlDir;
@@ -219,24 +231,31 @@ sub nginx_pid () {
     return $pid;
 }
 
+# sets $NginxStatus to the wait status of nginx (when this process could
+# reap it: its child, or an orphaned daemon, see PR_SET_CHILD_SUBREAPER)
 sub stop_nginx ($) {
     my $name = shift;
     my $pid = nginx_pid();
+    undef $NginxStatus;
     if ($pid) {
         kill 'QUIT', $pid;
-        my $deadline = time + $Timeout;
+        # valgrind checks for leaks at exit, which takes a while
+        my $wait = $UseValgrind ? max($Timeout, 30) : $Timeout;
+        my $deadline = time + $wait;
         while (is_running($pid) && time < $deadline) {
-            waitpid($pid, WNOHANG);
+            $NginxStatus = $? if waitpid($pid, WNOHANG) == $pid;
             sleep 0.01;
         }
         if (is_running($pid)) {
-            warn "$name - nginx $pid did not quit in ${Timeout}s, killing it\n";
-            # daemonized nginx leads its own process group (workers included)
+            warn "$name - nginx $pid did not quit in ${wait}s, killing it\n";
+            # daemonized nginx leads its own process group (workers
+            # included), so does nginx under valgrind (run_nginx_valgrind())
             kill 'KILL', (getpgrp($pid) == $pid ? -$pid : $pid);
             $deadline = time + 1;
             sleep 0.01 while is_running($pid) && time < $deadline;
         }
-        waitpid($pid, WNOHANG);     # reap it if it is our child
+        # reap it if it is our child
+        $NginxStatus = $? if waitpid($pid, WNOHANG) == $pid;
     }
     unlink $PidFile;
 }
@@ -314,6 +333,9 @@ sub write_config_file ($$$) {
     my $log_level = $block->log_level // $LogLevel;
     $log_level =~ s/^\s+|\s+$//g;
     my $master = $hup ? 'on' : $MasterProcess;   # reloads need the master
+    # under valgrind nginx stays in the foreground, as a child of the runner;
+    # a --- must_die block runs without valgrind, as in the real one
+    my $daemon = $UseValgrind && !defined $block->must_die ? 'off' : 'on';
     $ConfigVersion = join '', map { ('a' .. 'z')[rand 26] } 1 .. 12 if $hup;
 
     my $env = join '', map { /\s/ ? "env '$_';\n" : "env $_;\n" } @EnvToNginx;
@@ -351,7 +373,7 @@ _EOC_
     open my $out, '>', $ConfFile or bail_out("Can't write $ConfFile: $!");
     print $out <<"_EOC_";
 worker_processes  $Workers;
-daemon on;
+daemon $daemon;
 master_process $master;
 error_log $ErrLogFile $log_level;
 pid       $PidFile;
@@ -394,8 +416,12 @@ _EOC_
 }
 
 # runs "nginx -p servroot/ -c conf/nginx.conf", which daemonizes;
-# returns the wait status and what nginx printed on stderr
-sub run_nginx () {
+# returns the wait status and what nginx printed on stderr.  With a true
+# argument, in valgrind mode (TEST_NGINX_USE_VALGRIND), runs it under
+# valgrind instead (see run_nginx_valgrind()).
+sub run_nginx (;$) {
+    my $valgrind = shift;
+    return run_nginx_valgrind() if $valgrind && $UseValgrind;
     my @cmd = ($NginxBinary, '-p', "$ServRoot/", '-c', 'conf/nginx.conf');
     my $pid = fork;
     bail_out("fork() failed: $!") unless defined $pid;
@@ -416,6 +442,79 @@ sub run_nginx () {
         sleep 0.005;
     }
     return ($?, slurp($StderrFile));
+}
+
+# -- valgrind mode ----------------------------------------------------------
+# As in the real one: nginx runs in the foreground ("daemon off" in the
+# config; master_process as the .t file sets it, off by default) under
+# valgrind, in a child process of the runner leading its own process group;
+# it is up once it has written its pid file, which it does after opening
+# its listening sockets.  A --- must_die block runs without valgrind.
+
+my $ValgrindRuns = 0;       # nginx instances started under valgrind
+my $ValgrindPrefix;         # the log files of the last one: $prefix.<pid>.log
+my $ValgrindChecked;        # "valgrind --version" ran
+
+# TEST_NGINX_USE_VALGRIND=1 (a number) selects memcheck with the real one's
+# options and definite leaks only counted as errors; any other value is
+# the valgrind options to use instead.  The runner adds the log file, the
+# exit code on errors, and valgrind.suppress (in the current directory, as
+# the real one, or in t/) when there is one.
+sub valgrind_command ($) {
+    my $log = shift;
+    my @opts = $UseValgrind =~ /^\d+$/
+        ? qw(--tool=memcheck --leak-check=full --show-possibly-lost=no
+             --errors-for-leak-kinds=definite)
+        : split ' ', $UseValgrind;
+    my @supp = map { '--suppressions=' . File::Spec->rel2abs($_) }
+               grep { -f } qw(valgrind.suppress t/valgrind.suppress);
+    return ('valgrind', '--num-callers=100', '--gen-suppressions=all',
+            "--error-exitcode=$ValgrindExitCode", "--log-file=$log", @supp,
+            @opts);
+}
+
+sub run_nginx_valgrind () {
+    if (!$ValgrindChecked++) {
+        system('valgrind --version >/dev/null 2>&1') == 0
+            or bail_out("TEST_NGINX_USE_VALGRIND is set but \"valgrind "
+                        . "--version\" fails (is valgrind installed?)");
+    }
+    make_path($ValgrindLogDir);
+    (my $script = (File::Spec->splitpath($0))[2]) =~ s/\.t$//;
+    $ValgrindPrefix = "$ValgrindLogDir/$script-" . ++$ValgrindRuns;
+    unlink glob("$ValgrindPrefix.*.log");
+
+    my @cmd = (valgrind_command("$ValgrindPrefix.%p.log"),
+               $NginxBinary, '-p', "$ServRoot/", '-c', 'conf/nginx.conf');
+    my $pid = fork;
+    bail_out("fork() failed: $!") unless defined $pid;
+    if ($pid == 0) {
+        setpgrp(0, 0);
+        open STDOUT, '>', '/dev/null';
+        open STDERR, '>', $StderrFile;
+        { no warnings 'exec'; exec { $cmd[0] } @cmd; }
+        print STDERR "exec @cmd failed: $!\n";
+        POSIX::_exit(127);
+    }
+    my $deadline = time + 60;
+    while (1) {
+        return ($?, slurp($StderrFile)) if waitpid($pid, WNOHANG) == $pid;
+        my $up = nginx_pid();
+        return (0, '') if defined $up && $up == $pid;
+        if (time > $deadline) {
+            kill 'KILL', -$pid;
+            waitpid($pid, 0);
+            return (-1, "nginx did not start under valgrind within 60s\n");
+        }
+        sleep 0.02;
+    }
+}
+
+# the valgrind logs of the last nginx started under valgrind (one a
+# process: the master and its workers), once it has stopped
+sub valgrind_logs () {
+    return () unless defined $ValgrindPrefix;
+    return sort glob("$ValgrindPrefix.*.log");
 }
 
 sub wait_for_pid_file () {
