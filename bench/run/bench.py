@@ -1,0 +1,1062 @@
+#!/usr/bin/python3
+"""bench/run/bench.py: the benchmark behind `make bench` and `make demo`.
+
+    bench/run/bench.py bench [--workloads multi-turn,shared-prefix,mooncake]
+                             [--balancers round_robin,...] [--port-base 21000]
+    bench/run/bench.py demo  [--port 18480]
+    bench/run/bench.py estimate WORKLOAD.jsonl [--backends 4]
+
+For every workload and balancer: fresh simulated backends
+(bench/sim/llmsim.py), a fresh nginx (/usr/sbin/nginx with the module
+loaded) in front of them, the workload replayed by bench/loadgen/loadgen.py,
+then everything stopped (by PID).  Beside them the pooled-cache bound
+(`llmsim.py bound`).  Results go to bench/results/: a Markdown table, PNG
+plots (when python3-matplotlib is installed), a JSON summary and each run's
+JSON under raw/.  See README.md beside this file for the workloads, how
+their rates were chosen and how to read the figures.
+
+Standard library only, but for the plots (python3-matplotlib).
+"""
+
+import argparse
+import collections
+import datetime
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.normpath(os.path.join(HERE, "..", ".."))
+SIM = os.path.join(TOP, "bench", "sim", "llmsim.py")
+WORKLOAD = os.path.join(TOP, "bench", "workload", "workload.py")
+LOADGEN = os.path.join(TOP, "bench", "loadgen", "loadgen.py")
+RESULTS = os.path.join(TOP, "bench", "results")
+WORKLOADS_DIR = os.path.join(RESULTS, "workloads")
+MOONCAKE = os.path.normpath(os.path.join(
+    TOP, "..", "shared", "workloads", "mooncake", "synthetic_trace.jsonl"))
+PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") \
+    else sys.executable
+
+sys.path.insert(0, os.path.join(TOP, "bench", "sim"))
+sys.path.insert(0, os.path.join(TOP, "bench", "loadgen"))
+sys.dont_write_bytecode = True          # no __pycache__ in the tree
+
+# ---------------------------------------------------------------------------
+# What is run.
+#
+# Every workload keeps its generator's defaults but for the load: the
+# arrival rate (and, for multi-turn, the number of users, since one
+# conversation sends a request every ~11 model seconds whatever its start
+# rate), chosen so that round robin keeps 4 backends' prefill engines 60-80%
+# busy (README.md: "Load").  The simulators run with their defaults
+# (Llama-3-8B on an H100: 28,672 KV blocks each) but for --time-scale and
+# --stream-tick-ms, which change wall-clock pacing only, never a model-time
+# figure.
+
+BACKENDS = 4
+PREAMBLE = 1000         # vLLM production-stack's shared system prompt
+
+WORKLOADS = collections.OrderedDict([
+    ("multi-turn", {
+        "title": "multi-turn chat, 1000-token global preamble",
+        "gen": ["multi-turn", "--preamble-tokens", str(PREAMBLE),
+                "--users", "600", "--rate", "6"],
+        "scale": 0.1,
+        "load": "600 users x 2 conversations x 6 turns, 6 conversation "
+                "starts/s (defaults: 16 users, 1/s)",
+    }),
+    ("shared-prefix", {
+        "title": "shared prefix, 32 groups x 16 questions",
+        "gen": ["shared-prefix", "--rate", "80"],
+        "scale": 1.0,
+        "load": "80 requests/s (default 16/s)",
+    }),
+    ("multi-turn-light", {
+        "title": "multi-turn chat, 1000-token preamble, the generator's "
+                 "default size (light load, for reference)",
+        "gen": ["multi-turn", "--preamble-tokens", str(PREAMBLE)],
+        "scale": 0.1,
+        "load": "16 users x 2 conversations x 6 turns, 1 conversation "
+                "start/s: the defaults, some 2% utilisation",
+    }),
+    ("mooncake", {
+        "title": "Mooncake trace (FAST'25 synthetic), 1.4x speed",
+        "gen": ["mooncake", "--speedup", "1.4"],
+        "scale": 0.05,
+        "needs": MOONCAKE,
+        "load": "the trace's timestamps / 1.4",
+    }),
+])
+
+# the issue's targets apply to these
+TARGET_WORKLOADS = ("multi-turn", "shared-prefix")
+
+BALANCERS = collections.OrderedDict([
+    ("round_robin", "round robin"),
+    ("least_conn", "least_conn"),
+    ("random_two", "random two least_conn"),
+    ("hash_session", "hash $http_x_session consistent"),
+    ("prefix_route", "prefix_route"),
+    ("prefix_route_x3", "prefix_route, 3 nginx instances"),
+])
+STOCK = ("round_robin", "least_conn", "random_two", "hash_session")
+
+KV_BLOCKS = 28672       # the simulator's default, H100 80GB
+DECAY_MODEL_S = 5.0     # the module's default half-life, in model seconds
+STREAM_TICK_MS = 50     # wall-clock write coalescing of the simulators
+
+DEMO = {
+    "title": "multi-turn chat, 1000-token global preamble",
+    "gen": ["multi-turn", "--preamble-tokens", str(PREAMBLE),
+            "--users", "350", "--rate", "7"],
+    "scale": 0.1,
+    "balancers": ("round_robin", "prefix_route"),
+}
+
+
+# ---------------------------------------------------------------------------
+# Processes: everything started is recorded (PID file too, for a shell
+# trap) and stopped by PID.
+
+class Procs:
+    def __init__(self, pidfile=None):
+        self.procs = []
+        self.pidfile = pidfile
+
+    def start(self, argv, log):
+        f = open(log, "ab")
+        try:
+            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
+                                 stderr=subprocess.STDOUT)
+        finally:
+            f.close()
+        p.argv0 = os.path.basename(argv[1] if argv[0] == PY else argv[0])
+        p.log = log
+        self.procs.append(p)
+        self.record(p)
+        return p
+
+    def record(self, p):
+        """The PID file, for the shell's trap (bench/demo)."""
+        if self.pidfile:
+            with open(self.pidfile, "a") as pf:
+                pf.write("%d\n" % p.pid)
+
+    def stop(self, procs=None):
+        procs = list(self.procs if procs is None else procs)
+        for p in procs:
+            if p.poll() is None:
+                try:
+                    p.send_signal(signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + 5
+        for p in procs:
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.procs = [p for p in self.procs if p not in procs]
+        if self.pidfile and not self.procs:
+            open(self.pidfile, "w").close()
+
+
+def on_signal(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def port_free(port):
+    s = socket.socket()
+    try:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def wait_http(port, path, proc, timeout=15):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError("%s exited (status %s); log: %s\n%s" % (
+                proc.argv0, proc.returncode, proc.log, tail(proc.log)))
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", path)
+            r = c.getresponse()
+            r.read()
+            c.close()
+            if r.status < 500:
+                return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError("127.0.0.1:%d did not answer in %d s" % (port, timeout))
+
+
+def tail(path, n=20):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return ""
+
+
+# ---------------------------------------------------------------------------
+# nginx configurations
+
+def nginx_conf(workdir, module, port, backend_ports, balancer, zone, scale):
+    if balancer.startswith("prefix_route"):
+        # capacity: the bytes of prompt a backend caches (README: tokens x
+        # 4): 28,672 blocks x 16 tokens x 4 bytes; decay: the default 5 s
+        # half-life in model time, since the module's clock is the wall
+        # clock and the simulators run at --time-scale
+        method = ("prefix_route zone=%s:32m capacity=%dk decay=%dms;"
+                  % (zone, KV_BLOCKS * 16 * 4 // 1024,
+                     max(1, round(DECAY_MODEL_S * 1000 * scale))))
+    else:
+        method = {
+            "round_robin": "",
+            "least_conn": "least_conn;",
+            "random_two": "random two least_conn;",
+            "hash_session": "hash $http_x_session consistent;",
+        }[balancer]
+    servers = "\n".join("        server 127.0.0.1:%d;" % p
+                        for p in backend_ports)
+    return """\
+load_module %(module)s;
+worker_processes 2;
+worker_rlimit_nofile 16384;
+daemon off;
+master_process on;
+error_log %(dir)s/error.log warn;
+pid %(dir)s/nginx.pid;
+events { worker_connections 8192; }
+http {
+    access_log off;
+    client_body_temp_path %(dir)s/body;
+    proxy_temp_path %(dir)s/proxy;
+
+    upstream llm {
+        zone upstream_llm 1m;
+        %(method)s
+%(servers)s
+        keepalive 256;
+    }
+
+    server {
+        listen 127.0.0.1:%(port)d reuseport;
+        keepalive_requests 100000;
+        # prompts stay in memory (Mooncake's longest is ~750 KB)
+        client_body_buffer_size 2m;
+        client_max_body_size 16m;
+
+        location /v1/ {
+            proxy_pass http://llm;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_buffering off;
+            proxy_read_timeout 600s;
+            add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length";
+        }
+    }
+}
+""" % {"module": module, "dir": workdir, "port": port, "method": method,
+       "servers": servers}
+
+
+class Fleet:
+    """N simulators and one or more nginx instances, for one run."""
+
+    def __init__(self, procs, workdir, module, nginx, port_base, n_backends,
+                 balancer, scale, n_nginx=1, nginx_ports=None,
+                 backend_ports=None):
+        self.procs = procs
+        self.mine = []
+        self.dir = workdir
+        self.nginx_ports = nginx_ports or [port_base + i
+                                           for i in range(n_nginx)]
+        self.backend_ports = backend_ports or [
+            port_base + 10 + i for i in range(n_backends)]
+        for port in self.nginx_ports + self.backend_ports:
+            if not port_free(port):
+                raise RuntimeError(
+                    "port %d is in use: choose others (make bench "
+                    "BENCH_PORT=..., make demo DEMO_PORT=...)" % port)
+        sims = []
+        for i, port in enumerate(self.backend_ports):
+            p = procs.start([PY, SIM, "--port", str(port),
+                             "--name", "b%d" % (i + 1),
+                             "--time-scale", repr(scale),
+                             "--stream-tick-ms", str(STREAM_TICK_MS)],
+                            os.path.join(workdir, "sim%d.log" % (i + 1)))
+            self.mine.append(p)
+            sims.append((port, p))
+        for i, port in enumerate(self.nginx_ports):
+            d = os.path.join(workdir, "nginx%d" % i)
+            os.makedirs(d, exist_ok=True)
+            conf = os.path.join(d, "nginx.conf")
+            with open(conf, "w") as f:
+                f.write(nginx_conf(d, module, port, self.backend_ports,
+                                   balancer, "prefix%d" % i, scale))
+            p = procs.start([nginx, "-p", d + "/", "-c", conf,
+                             "-e", os.path.join(d, "error.log")],
+                            os.path.join(d, "stderr.log"))
+            self.mine.append(p)
+            sims.append((port, p))
+        for port, p in sims:
+            wait_http(port, "/health", p)
+
+    @property
+    def urls(self):
+        return ["http://127.0.0.1:%d" % p for p in self.nginx_ports]
+
+    @property
+    def backends(self):
+        return ["http://127.0.0.1:%d" % p for p in self.backend_ports]
+
+    def stop(self):
+        self.procs.stop(self.mine)
+        self.mine = []
+
+
+# ---------------------------------------------------------------------------
+# Workloads, bound, one run
+
+def generate(name, spec, quiet=False):
+    os.makedirs(WORKLOADS_DIR, exist_ok=True)
+    path = os.path.join(WORKLOADS_DIR, name + ".jsonl")
+    argsfile = path + ".args"
+    import hashlib
+    h = hashlib.sha256()
+    for src in (WORKLOAD, SIM):
+        with open(src, "rb") as f:
+            h.update(f.read())
+    want = json.dumps([spec["gen"], h.hexdigest()[:16]])
+    if os.path.exists(path) and os.path.exists(argsfile) \
+            and open(argsfile).read() == want:
+        return path
+    r = subprocess.run([PY, WORKLOAD] + spec["gen"] + ["-o", path],
+                       stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+                       text=True)
+    if r.returncode != 0:
+        raise RuntimeError("workload.py failed:\n" + r.stdout + r.stderr)
+    if not quiet:
+        sys.stderr.write(r.stderr)
+    with open(argsfile, "w") as f:
+        f.write(want)
+    return path
+
+
+def bound(path, n):
+    """llmsim.py bound (the hit rate no router can beat with n backends'
+    pooled capacity), plus the TTFT floor of the same pass."""
+    r = subprocess.run([PY, SIM, "bound", "--backends", str(n), path],
+                       stdout=subprocess.PIPE, text=True, check=True)
+    b = json.loads(r.stdout)
+    fl = replay_caches(path, n, pooled=True)
+    b["ttft_floor_ms"] = fl["ttft_ms"]
+    b["ttft_floor_cdf_ms"] = fl["ttft_cdf_ms"]
+    return b
+
+
+def replay_caches(path, n, pooled=False, kv_blocks=KV_BLOCKS,
+                  overhead_ms=20.0, us_per_token=35.0, budget=8192):
+    """Feed a workload, in order of t and each request alone, through n
+    backends' caches taken in turn (round robin), or through one pooled
+    cache of n x kv_blocks (pooled, as `llmsim.py bound`), with the
+    simulator's own template, hashes and eviction.  Returns the hit rate,
+    the prefill work (model seconds) and each request's TTFT without
+    queueing: ceil(uncached / budget) steps of overhead_ms plus
+    us_per_token per uncached token, on the simulator's defaults."""
+    import llmsim
+    from loadgen import dist, cdf
+    ns = argparse.Namespace(served_model_name=None, default_max_tokens=128,
+                            max_model_len=0)
+    items = []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                o = json.loads(line)
+                items.append((o["t"], o["body"]))
+    items.sort(key=lambda o: o[0])
+    caches = [llmsim.PrefixCache(kv_blocks * (n if pooled else 1))
+              for _ in range(1 if pooled else n)]
+    work = 0.0
+    q = h = 0
+    ttft = []
+    BT = llmsim.BLOCK_TOKENS
+    for i, (_, body) in enumerate(items):
+        ns.served_model_name = [body.get("model")]
+        kind = "chat" if "messages" in body else "completion"
+        r = llmsim.parse_request(kind, body, ns)
+        c = caches[i % len(caches)]
+        limit = min(len(r.hashes), (r.L - 1) // BT)
+        k = c.lookup(r.hashes, limit)
+        hit = r.hashes[:k]
+        need = -(-(r.L + r.n_out) // BT) - k
+        q += r.L
+        if c.available(hit) < need:
+            continue
+        h += k * BT
+        u = r.L - k * BT
+        t = -(-u // budget) * overhead_ms / 1e3 + u * us_per_token / 1e6
+        work += t
+        ttft.append(1e3 * t)
+        c.acquire(hit)
+        blocks = hit + c.allocate(need)
+        for j in range(k, len(r.hashes)):
+            if c.register(r.hashes[j]):
+                blocks[j] = r.hashes[j]
+        F = len(r.hashes)
+        nfull = (r.P + 4 * (r.n_out - 1)) // llmsim.BLOCK_BYTES
+        if nfull > F:
+            data = r.data + llmsim.reply_text(r.seed, r.n_out).encode()
+            for j, hh in enumerate(llmsim.block_hashes(
+                    data, nfull, r.salt,
+                    r.hashes[-1] if F else llmsim.ROOT_HASH, F), F):
+                if c.register(hh):
+                    blocks[j] = hh
+        c.release(blocks)
+    return {"requests": len(items), "hit_rate": h / q if q else None,
+            "work_s": work, "ttft_ms": dist(ttft), "ttft_cdf_ms": cdf(ttft),
+            "span_s": items[-1][0] - items[0][0] if items else 0}
+
+
+def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
+            n_backends, raw_dir, nginx_ports=None, backend_ports=None):
+    scale = spec["scale"]
+    n_nginx = 3 if balancer.endswith("_x3") else 1
+    rundir = os.path.join(workdir, "%s-%s" % (wl_name, balancer))
+    os.makedirs(rundir, exist_ok=True)
+    fleet = Fleet(procs, rundir, a.module, a.nginx, port_base, n_backends,
+                  balancer.replace("_x3", ""), scale, n_nginx,
+                  nginx_ports, backend_ports)
+    out = os.path.join(raw_dir, "%s.%s.json" % (wl_name, balancer))
+    argv = [PY, LOADGEN, wl_path, "--time-scale", repr(scale),
+            "--label", "%s %s" % (wl_name, balancer), "-o", out]
+    if getattr(a, "records", False):
+        argv += ["--records", os.path.join(rundir, "records.jsonl")]
+    for u in fleet.urls:
+        argv += ["--url", u]
+    for b in fleet.backends:
+        argv += ["--backend", b]
+    try:
+        t0 = time.monotonic()
+        lg = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+        procs.record(lg)
+        try:
+            rc = lg.wait()
+        finally:
+            if lg.poll() is None:
+                lg.kill()
+                lg.wait()
+        wall = time.monotonic() - t0
+        if rc not in (0, 2):
+            raise RuntimeError("loadgen failed (status %d)" % rc)
+        errlog = "".join(tail(os.path.join(rundir, "nginx%d" % i,
+                                           "error.log"), 5)
+                         for i in range(n_nginx))
+    finally:
+        fleet.stop()
+    with open(out) as f:
+        res = json.load(f)
+    res["balancer"] = balancer
+    res["run_wall_s"] = round(wall, 1)
+    res["module_sha256"] = module_sha(a.module)
+    if errlog.strip():
+        res["nginx_error_log_tail"] = errlog[-2000:]
+    with open(out, "w") as f:
+        json.dump(res, f, indent=1)
+        f.write("\n")
+    return res
+
+
+# ---------------------------------------------------------------------------
+# Reporting
+
+def fmt(x, spec="%.0f"):
+    return "-" if x is None else spec % x
+
+
+def row_of(res, bnd, rr):
+    t = res.get("ttft_ms") or {}
+    w = res.get("ttft_wall_ms") or {}
+    e = res.get("e2e_ms") or {}
+    hit = res.get("hit_rate")
+    return {
+        "hit_rate": hit,
+        "hit_vs_bound": hit / bnd if hit is not None and bnd else None,
+        "hit_vs_round_robin": hit / rr if hit is not None and rr else None,
+        "ttft_p50_ms": t.get("p50"), "ttft_p90_ms": t.get("p90"),
+        "ttft_p99_ms": t.get("p99"),
+        "ttft_wall_p50_ms": w.get("p50"), "ttft_wall_p90_ms": w.get("p90"),
+        "ttft_wall_p99_ms": w.get("p99"),
+        "e2e_p50_ms": e.get("p50"), "e2e_p99_ms": e.get("p99"),
+        "output_tokens_per_s": res.get("output_tokens_per_s"),
+        "busy_max_over_mean": res.get("busy_max_over_mean"),
+        "requests_max_over_mean": res.get("requests_max_over_mean"),
+        "utilisation_mean": res.get("utilisation_steady_mean",
+                                    res.get("utilisation_mean")),
+        "utilisation_max": res.get("utilisation_steady_max",
+                                   res.get("utilisation_max")),
+        "utilisation_run_mean": res.get("utilisation_mean"),
+        "busy_s_total": res.get("busy_s_total"),
+        "evicted_blocks": res.get("evicted_blocks"),
+        "requests": res.get("requests"), "errors": res.get("errors"),
+        "send_lag_p99_wall_ms": (res.get("send_lag_wall_ms") or {}).get(
+            "p99"),
+        "prefix_route_status": res.get("prefix_route_status"),
+        "module_sha256": res.get("module_sha256"),
+    }
+
+
+TABLE_HEAD = (
+    "| balancer | hit rate | / bound | / RR | TTFT p50 | p90 | p99 "
+    "| wall TTFT p50 | p90 | p99 | e2e p50 | out tok/s | busy max/mean "
+    "| util mean (max) | evicted blocks | requests | errors |\n"
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+    "| --- | --- | --- | --- | --- | --- |\n")
+
+
+def table(rows, bnd, names, scale):
+    out = [TABLE_HEAD]
+    for name in names:
+        r = rows.get(name)
+        if r is None:
+            continue
+        out.append(
+            "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
+            "| %s | %s (%s) | %s | %s | %s |\n" % (
+                BALANCERS.get(name, name), fmt(r["hit_rate"], "%.3f"),
+                fmt(r["hit_vs_bound"], "%.2f"),
+                fmt(r["hit_vs_round_robin"], "%.2fx"),
+                fmt(r["ttft_p50_ms"]), fmt(r["ttft_p90_ms"]),
+                fmt(r["ttft_p99_ms"]),
+                fmt(r["ttft_wall_p50_ms"], "%.1f"),
+                fmt(r["ttft_wall_p90_ms"], "%.1f"),
+                fmt(r["ttft_wall_p99_ms"], "%.1f"),
+                fmt(r["e2e_p50_ms"]), fmt(r["output_tokens_per_s"]),
+                fmt(r["busy_max_over_mean"], "%.2f"),
+                fmt(r["utilisation_mean"], "%.2f"),
+                fmt(r["utilisation_max"], "%.2f"),
+                fmt(r["evicted_blocks"], "%d"), fmt(r["requests"], "%d"),
+                fmt(r["errors"], "%d")))
+    if bnd is not None:
+        fl = bnd.get("ttft_floor_ms") or {}
+        out.append("| pooled-cache bound (TTFT: floor) | %.3f | 1.00 | | "
+                   "%s | %s | %s | | | | | | | | %s | %d | |\n" % (
+                       bnd["hit_rate"], fmt(fl.get("p50")),
+                       fmt(fl.get("p90")), fmt(fl.get("p99")),
+                       fmt(bnd.get("evicted_blocks"), "%d"),
+                       bnd["requests"]))
+    return "".join(out)
+
+
+def targets(summary):
+    """The issue's targets, met or missed, on the target workloads."""
+    lines = []
+    for wl in TARGET_WORKLOADS:
+        s = summary["workloads"].get(wl)
+        if not s:
+            continue
+        rows = s["rows"]
+        pr = rows.get("prefix_route")
+        if pr is None:
+            continue
+        bnd = (s.get("bound") or {}).get("hit_rate")
+        rr = rows.get("round_robin", {}).get("hit_rate")
+        checks = []
+        if bnd:
+            checks.append(("hit rate >= 90% of the pooled-cache bound",
+                           pr["hit_rate"] / bnd, ">=", 0.9,
+                           "%.3f / %.3f = %.2f" % (pr["hit_rate"], bnd,
+                                                   pr["hit_rate"] / bnd)))
+        if rr:
+            checks.append(("hit rate >= 3x round robin's",
+                           pr["hit_rate"] / rr, ">=", 3.0,
+                           "%.3f / %.3f = %.2fx" % (pr["hit_rate"], rr,
+                                                    pr["hit_rate"] / rr)))
+        stock = [(rows[b]["ttft_p90_ms"], b) for b in STOCK
+                 if b in rows and rows[b]["ttft_p90_ms"] is not None]
+        if stock and pr["ttft_p90_ms"] is not None:
+            best, who = min(stock)
+            checks.append(("TTFT p90 <= half the best stock balancer's",
+                           pr["ttft_p90_ms"] / best, "<=", 0.5,
+                           "%.0f ms / %.0f ms (%s) = %.2f" % (
+                               pr["ttft_p90_ms"], best, BALANCERS[who],
+                               pr["ttft_p90_ms"] / best)))
+        if pr["busy_max_over_mean"] is not None:
+            checks.append(("busy time max/mean <= 1.2",
+                           pr["busy_max_over_mean"], "<=", 1.2,
+                           "%.2f" % pr["busy_max_over_mean"]))
+        x3 = rows.get("prefix_route_x3")
+        if x3 and x3["hit_rate"] is not None:
+            checks.append(("3 nginx instances: hit rate >= 90% of one's",
+                           x3["hit_rate"] / pr["hit_rate"], ">=", 0.9,
+                           "%.3f / %.3f = %.2f" % (
+                               x3["hit_rate"], pr["hit_rate"],
+                               x3["hit_rate"] / pr["hit_rate"])))
+        for what, v, op, lim, txt in checks:
+            ok = v >= lim if op == ">=" else v <= lim
+            lines.append("| %s | %s | %s | %s |" % (
+                wl, what, txt, "met" if ok else "**missed**"))
+    if not lines:
+        return ""
+    return ("| workload | target | measured | |\n| --- | --- | --- | --- |\n"
+            + "\n".join(lines) + "\n")
+
+
+def plots(summary, outdir, prefix=""):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker
+    except ImportError:
+        print("plots skipped: python3-matplotlib is not installed "
+              "(make bench-deps, as root)")
+        return []
+    made = []
+    wls = [w for w in summary["workloads"] if summary["workloads"][w]["rows"]]
+    for wl in wls:
+        s = summary["workloads"][wl]
+        fig, ax = plt.subplots(figsize=(7, 4.2))
+        for name in BALANCERS:
+            c = s["cdf"].get(name)
+            if not c:
+                continue
+            ax.plot(c, [p / 100 for p in range(101)],
+                    label=BALANCERS[name],
+                    linestyle="--" if name.endswith("_x3") else "-")
+        fl = (s.get("bound") or {}).get("ttft_floor_cdf_ms")
+        if fl:
+            ax.plot(fl, [p / 100 for p in range(101)], color="black",
+                    linestyle=":", label="floor: pooled cache, no queueing")
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(
+            matplotlib.ticker.FuncFormatter(lambda v, _: "%g" % v))
+        ax.set_xlabel("TTFT, model ms (simulator clock), log scale")
+        ax.set_ylabel("fraction of requests")
+        ax.set_title("TTFT CDF: %s" % s["title"], fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+        fig.tight_layout()
+        path = os.path.join(outdir, "%sttft-cdf-%s.png" % (prefix, wl))
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        made.append(path)
+    # hit rate per balancer, one group per workload, bound as a marker
+    names = [n for n in BALANCERS
+             if any(n in summary["workloads"][w]["rows"] for w in wls)]
+    if wls and names:
+        fig, ax = plt.subplots(figsize=(max(6, 2.4 * len(wls)), 5))
+        width = 0.8 / (len(names) + 1)
+        for j, name in enumerate(names + ["bound"]):
+            xs, ys = [], []
+            for i, wl in enumerate(wls):
+                s = summary["workloads"][wl]
+                v = (s.get("bound") or {}).get("hit_rate") \
+                    if name == "bound" else \
+                    (s["rows"].get(name) or {}).get("hit_rate")
+                if v is not None:
+                    xs.append(i + (j - len(names) / 2) * width)
+                    ys.append(v)
+            ax.bar(xs, ys, width,
+                   label="pooled-cache bound" if name == "bound"
+                   else BALANCERS[name],
+                   hatch="//" if name == "bound" else None,
+                   color="lightgrey" if name == "bound" else None,
+                   edgecolor="black" if name == "bound" else None)
+        ax.set_xticks(range(len(wls)))
+        ax.set_xticklabels(wls)
+        ax.set_ylabel("prefix cache hit rate (token-weighted, engines)")
+        ax.set_ylim(0, 1)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=7, ncol=4, loc="upper center",
+                  bbox_to_anchor=(0.5, -0.08), frameon=False)
+        ax.set_title("Prefix cache hit rate per balancer, %d backends"
+                     % BACKENDS, fontsize=10)
+        fig.tight_layout()
+        path = os.path.join(outdir, "%shit-rate.png" % prefix)
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        made.append(path)
+    return made
+
+
+def environment(a):
+    env = {"date": datetime.datetime.now(datetime.timezone.utc)
+           .strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "nproc": os.cpu_count(), "backends": BACKENDS,
+           "kv_blocks": KV_BLOCKS, "stream_tick_ms": STREAM_TICK_MS}
+    try:
+        env["loadavg_start"] = open("/proc/loadavg").read().split()[:3]
+    except OSError:
+        pass
+    try:
+        r = subprocess.run([a.nginx, "-v"], stderr=subprocess.PIPE,
+                           text=True)
+        env["nginx"] = r.stderr.strip().split("/")[-1]
+    except OSError:
+        pass
+    try:
+        r = subprocess.run(["git", "-C", TOP, "rev-parse", "--short",
+                            "HEAD"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True)
+        if r.returncode == 0:
+            env["commit"] = r.stdout.strip()
+            # read-only: are the module's sources those of the commit?
+            r = subprocess.run(
+                ["git", "-C", TOP, "status", "--porcelain", "--",
+                 "ngx_http_prefix_route_module.c", "src", "config"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                text=True)
+            if r.returncode == 0 and r.stdout.strip():
+                env["commit"] += "+modified"
+    except OSError:
+        pass
+    env["module_sha256"] = module_sha(a.module)
+    return env
+
+
+def module_sha(path):
+    """The module under test (others may rebuild it during a long run)."""
+    import hashlib
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+# ---------------------------------------------------------------------------
+# make bench
+
+def cmd_bench(a):
+    names = [w for w in a.workloads.split(",") if w]
+    balancers = [b for b in a.balancers.split(",") if b]
+    for w in names:
+        if w not in WORKLOADS:
+            raise SystemExit("unknown workload %s (%s)"
+                             % (w, ", ".join(WORKLOADS)))
+    for b in balancers:
+        if b not in BALANCERS:
+            raise SystemExit("unknown balancer %s (%s)"
+                             % (b, ", ".join(BALANCERS)))
+    raw_dir = os.path.join(a.out, "raw")
+    os.makedirs(raw_dir, exist_ok=True)
+    summary = {"environment": environment(a), "workloads": {}}
+    if a.merge and os.path.exists(os.path.join(a.out, "bench.json")):
+        with open(os.path.join(a.out, "bench.json")) as f:
+            old = json.load(f)
+        summary["workloads"] = old.get("workloads", {})
+        summary["environment"]["merged_into"] = old.get("environment")
+    procs = Procs()
+    t_start = time.monotonic()
+    workdir = tempfile.mkdtemp(prefix="prefix-route-bench.")
+    try:
+        for wl in names:
+            spec = WORKLOADS[wl]
+            if spec.get("needs") and not os.path.exists(spec["needs"]):
+                print("skip %s: no trace at %s" % (wl, spec["needs"]),
+                      flush=True)
+                continue
+            print("== %s: %s (%s; time scale %g)" % (
+                wl, spec["title"], spec["load"], spec["scale"]), flush=True)
+            path = generate(wl, spec)
+            bnd = bound(path, BACKENDS)
+            print("%s pooled-cache bound (%d x %d blocks): hit rate %.3f"
+                  % (wl, BACKENDS, KV_BLOCKS, bnd["hit_rate"]), flush=True)
+            results = {}
+            for b in balancers:
+                results[b] = run_one(procs, a, workdir, wl, spec, path, b,
+                                     a.port_base, BACKENDS, raw_dir)
+            rr = (results.get("round_robin") or {}).get("hit_rate")
+            rows = {b: row_of(r, bnd["hit_rate"], rr)
+                    for b, r in results.items()}
+            cdfs = {b: r.get("ttft_cdf_ms") for b, r in results.items()}
+            if a.merge and wl in summary["workloads"]:
+                prev = summary["workloads"][wl]
+                for b, row in prev["rows"].items():
+                    rows.setdefault(b, row)
+                    cdfs.setdefault(b, prev["cdf"].get(b))
+                rows = {b: rows[b] for b in BALANCERS if b in rows}
+            summary["workloads"][wl] = {
+                "title": spec["title"], "load": spec["load"],
+                "generator": ["bench/workload/workload.py"] + spec["gen"],
+                "time_scale": spec["scale"], "backends": BACKENDS,
+                "bound": bnd, "rows": rows,
+                "cdf": cdfs,
+                "requests": next(iter(results.values()))["requests"]
+                if results else None,
+            }
+            write_report(summary, a.out)
+    finally:
+        procs.stop()
+        if not a.keep:
+            subprocess.run(["rm", "-rf", workdir])
+        else:
+            print("run directory kept: %s" % workdir)
+    summary["environment"]["bench_wall_s"] = round(
+        time.monotonic() - t_start, 1)
+    write_report(summary, a.out)
+    made = plots(summary, a.out)
+    print()
+    print(open(os.path.join(a.out, "bench.md")).read())
+    print("results: %s/bench.md, bench.json, raw/*.json%s" % (
+        os.path.relpath(a.out), "".join(", " + os.path.basename(p)
+                                        for p in made)))
+    print("bench took %.0f s" % summary["environment"]["bench_wall_s"])
+    return 0
+
+
+def write_report(summary, outdir):
+    s = dict(summary)
+    with open(os.path.join(outdir, "bench.json"), "w") as f:
+        json.dump(s, f, indent=1)
+        f.write("\n")
+    env = summary["environment"]
+    md = ["# prefix_route benchmark results\n\n",
+          "Written by `make bench` (bench/run/bench.py) on %s, nginx %s, "
+          "commit %s, %s cores; %d simulated backends (bench/sim, "
+          "Llama-3-8B on an H100: %d KV blocks each).  TTFT and e2e are "
+          "model-time figures from the simulators (ms); wall TTFT is what "
+          "the client measured, in wall ms at the run's time scale.  "
+          "util = prefill busy time / model time in the middle half of the "
+          "run (steady state), mean over backends (max).  The bound row "
+          "gives the hit rate of one pooled cache with all backends' "
+          "blocks (`llmsim.py bound`) and the TTFT floor: each request "
+          "alone on that cache, no queueing.  bench/run/README.md explains "
+          "every column and how the loads were chosen.\n\n" % (
+              env.get("date"), env.get("nginx"), env.get("commit", "?"),
+              env.get("nproc"), env["backends"], env["kv_blocks"])]
+    for wl, s in summary["workloads"].items():
+        md.append("## %s\n\n" % s["title"])
+        md.append("`%s`: %s requests, %s, time scale %g.\n\n" % (
+            " ".join(s["generator"]), s["requests"], s["load"],
+            s["time_scale"]))
+        md.append(table(s["rows"], s["bound"], list(BALANCERS),
+                        s["time_scale"]))
+        st = (s["rows"].get("prefix_route") or {}).get("prefix_route_status")
+        if st:
+            md.append("\nprefix_route decisions (one instance): %s.\n"
+                      % ", ".join("%s %d" % kv for kv in st.items()))
+        lags = [r["send_lag_p99_wall_ms"] for r in s["rows"].values()
+                if r.get("send_lag_p99_wall_ms") is not None]
+        if lags:
+            md.append("\nClient send lag p99: %.1f-%.1f wall ms (%.0f-%.0f "
+                      "model ms) behind schedule.\n" % (
+                          min(lags), max(lags), min(lags) / s["time_scale"],
+                          max(lags) / s["time_scale"]))
+        md.append("\n")
+    shas = sorted(set(r.get("module_sha256") for s in
+                      summary["workloads"].values()
+                      for r in s["rows"].values() if r.get("module_sha256")))
+    if len(shas) > 1:
+        md.append("**Warning**: the module changed during the benchmark "
+                  "(sha256 %s): the rows are not all of the same build.\n\n"
+                  % ", ".join(shas))
+    t = targets(summary)
+    if t:
+        md.append("## Targets (issue 3)\n\n" + t + "\n")
+    if env.get("bench_wall_s"):
+        md.append("make bench took %.0f s.\n" % env["bench_wall_s"])
+    with open(os.path.join(outdir, "bench.md"), "w") as f:
+        f.write("".join(md))
+
+
+# ---------------------------------------------------------------------------
+# make demo
+
+def cmd_demo(a):
+    workdir = a.workdir or tempfile.mkdtemp(prefix="prefix-route-demo.")
+    procs = Procs(a.pidfile)
+    spec = DEMO
+    port = a.port
+    t0 = time.monotonic()
+    print("demo: %d simulated vLLM backends (Llama-3-8B on an H100) on "
+          "127.0.0.1:%d-%d, nginx with the module on 127.0.0.1:%d"
+          % (BACKENDS, port + 1, port + BACKENDS, port), flush=True)
+    path = generate("demo-multi-turn", spec, quiet=True)
+    n = sum(1 for _ in open(path))
+    print("workload: bench/workload/workload.py %s: %d requests (%d "
+          "conversations of 6 turns, every system prompt opening with the "
+          "same %d-token preamble), replayed at %gx real time"
+          % (" ".join(spec["gen"]), n, n // 6, PREAMBLE, 1 / spec["scale"]),
+          flush=True)
+    bnd = bound(path, BACKENDS)
+    results = {}
+    raw = os.path.join(workdir, "raw")
+    os.makedirs(raw, exist_ok=True)
+    try:
+        for b in spec["balancers"]:
+            print("-- %s" % BALANCERS[b], flush=True)
+            results[b] = run_one(
+                procs, a, workdir, "demo", spec, path, b, port, BACKENDS,
+                raw, nginx_ports=[port],
+                backend_ports=[port + 1 + i for i in range(BACKENDS)])
+    finally:
+        procs.stop()
+    rr = results["round_robin"]["hit_rate"]
+    rows = {b: row_of(r, bnd["hit_rate"], rr) for b, r in results.items()}
+    demo = {}
+    for b, r in rows.items():
+        demo[b] = {k: r[k] for k in (
+            "hit_rate", "ttft_p50_ms", "ttft_p90_ms", "ttft_p99_ms",
+            "busy_max_over_mean", "requests", "errors")}
+        demo[b]["utilisation_mean"] = r["utilisation_mean"]
+    demo["bound"] = {"hit_rate": round(bnd["hit_rate"], 4),
+                     "ttft_p50_ms": None, "ttft_p90_ms": None,
+                     "ttft_p99_ms": None, "busy_max_over_mean": None,
+                     "requests": bnd["requests"], "errors": None}
+    os.makedirs(a.out, exist_ok=True)
+    out = os.path.join(a.out, "demo.json")
+    with open(out + ".tmp", "w") as f:
+        json.dump(demo, f, indent=1)
+        f.write("\n")
+    os.replace(out + ".tmp", out)
+    print()
+    print("%-22s %8s %9s %9s %9s %9s %6s %8s %6s" % (
+        "", "hit rate", "TTFT p50", "TTFT p90", "TTFT p99", "busy", "util",
+        "requests", "errors"))
+    print("%-22s %8s %9s %9s %9s %9s %6s %8s %6s" % (
+        "", "", "ms", "ms", "ms", "max/mean", "", "", ""))
+    for b in spec["balancers"] + ("bound",):
+        d = demo[b]
+        print("%-22s %8s %9s %9s %9s %9s %6s %8s %6s" % (
+            "pooled-cache bound" if b == "bound" else BALANCERS[b],
+            fmt(d["hit_rate"], "%.3f"), fmt(d["ttft_p50_ms"]),
+            fmt(d["ttft_p90_ms"]), fmt(d["ttft_p99_ms"]),
+            fmt(d["busy_max_over_mean"], "%.2f"),
+            fmt(d.get("utilisation_mean"), "%.2f"),
+            fmt(d["requests"], "%d"), fmt(d["errors"], "%d")))
+    pr, rrr = demo["prefix_route"], demo["round_robin"]
+    print()
+    print("hit rate: cached / prompt tokens as the backends reported them "
+          "(usage.prompt_tokens_details.cached_tokens); TTFT: model time "
+          "on the simulators' clock; busy max/mean: prefill busy time of the "
+          "busiest backend over the mean; util: prefill busy time / model "
+          "time in the middle of the run, mean over the backends (the same "
+          "requests in both runs: a balancer that hits more is less busy).")
+    if pr["hit_rate"] and rrr["hit_rate"] and pr["ttft_p90_ms"] \
+            and rrr["ttft_p90_ms"]:
+        print("prefix_route: %.2fx round robin's hit rate (%.0f%% of the "
+              "pooled-cache bound), TTFT p90 %.0f ms against %.0f ms."
+              % (pr["hit_rate"] / rrr["hit_rate"],
+                 100 * pr["hit_rate"] / bnd["hit_rate"],
+                 pr["ttft_p90_ms"], rrr["ttft_p90_ms"]))
+    print("results: %s (took %.0f s)" % (os.path.relpath(out),
+                                         time.monotonic() - t0))
+    return 0 if all(r["errors"] == 0 for r in results.values()) else 1
+
+
+# ---------------------------------------------------------------------------
+# estimate: the load of a workload on N backends from the simulator's
+# capacity, under round robin, without running anything
+
+def cmd_report(a):
+    """bench.md and the plots again, from bench.json."""
+    with open(os.path.join(a.out, "bench.json")) as f:
+        summary = json.load(f)
+    write_report(summary, a.out)
+    made = plots(summary, a.out)
+    print("rewrote %s/bench.md%s" % (os.path.relpath(a.out), "".join(
+        ", " + os.path.basename(p) for p in made)))
+    return 0
+
+
+def cmd_estimate(a):
+    for path in a.workload:
+        r = replay_caches(path, a.backends, kv_blocks=a.kv_blocks,
+                          overhead_ms=a.overhead_ms,
+                          us_per_token=a.us_per_token)
+        span = r["span_s"]
+        print(json.dumps({
+            "workload": path, "requests": r["requests"],
+            "arrival_span_s": round(span, 1),
+            "round_robin_hit_rate": round(r["hit_rate"], 4),
+            "prefill_work_s": round(r["work_s"], 1),
+            "work_per_request_ms": round(
+                1e3 * r["work_s"] / r["requests"], 1),
+            "round_robin_utilisation": round(
+                r["work_s"] / (a.backends * span), 3) if span else None}))
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(
+        description="prefix_route benchmark: make bench, make demo.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    def common(sp):
+        sp.add_argument("--module", default=os.path.join(
+            TOP, "objs", "ngx_http_prefix_route_module.so"))
+        sp.add_argument("--nginx", default=os.environ.get(
+            "NGINX_BIN", "/usr/sbin/nginx"))
+        sp.add_argument("--out", default=RESULTS,
+                        help="results directory")
+
+    sp = sub.add_parser("bench", help="the whole benchmark (make bench)")
+    common(sp)
+    sp.add_argument("--workloads", default=",".join(WORKLOADS))
+    sp.add_argument("--balancers", default=",".join(BALANCERS))
+    sp.add_argument("--port-base", type=int, default=21000,
+                    help="nginx on PORT..PORT+2, backends from PORT+10")
+    sp.add_argument("--merge", action="store_true",
+                    help="keep the other workloads (and balancers) of the "
+                         "existing bench.json")
+    sp.add_argument("--keep", action="store_true",
+                    help="keep the run directory (configurations, logs)")
+    sp.add_argument("--records", action="store_true",
+                    help="with --keep: every request's record in the run "
+                         "directory (records.jsonl)")
+
+    sp = sub.add_parser("demo", help="make demo")
+    common(sp)
+    sp.add_argument("--port", type=int, default=18480,
+                    help="nginx on PORT, backends on the next 4")
+    sp.add_argument("--pidfile", help="append every PID started here")
+    sp.add_argument("--workdir", help="scratch directory (default: new "
+                                      "one under /tmp)")
+
+    sp = sub.add_parser("report", help="bench.md and the plots again from "
+                                       "bench.json")
+    sp.add_argument("--out", default=RESULTS, help="results directory")
+
+    sp = sub.add_parser("estimate", help="round robin's prefill load of a "
+                                         "workload, from the simulator's "
+                                         "cost model (nothing is run)")
+    sp.add_argument("workload", nargs="+")
+    sp.add_argument("--backends", type=int, default=BACKENDS)
+    sp.add_argument("--kv-blocks", type=int, default=KV_BLOCKS)
+    sp.add_argument("--overhead-ms", type=float, default=20.0)
+    sp.add_argument("--us-per-token", type=float, default=35.0)
+
+    a = p.parse_args()
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(s, on_signal)
+    if a.cmd in ("bench", "demo"):
+        a.module = os.path.abspath(a.module)
+        if not os.path.exists(a.module):
+            raise SystemExit("no module at %s: run make first" % a.module)
+    try:
+        return {"bench": cmd_bench, "demo": cmd_demo, "report": cmd_report,
+                "estimate": cmd_estimate}[a.cmd](a)
+    except (RuntimeError, subprocess.CalledProcessError) as e:
+        print("%s: %s" % (a.cmd, e), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
