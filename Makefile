@@ -49,27 +49,47 @@ UNIT_CFLAGS =   -g -O1 -W -Wall -Wpointer-arith -Wno-unused-parameter -Werror \
                 -I $(NGX_BUILD)/src/os/unix \
                 -I $(NGX_BUILD)/objs -I src
 
+# ASAN=1: the module (and, with NGINX_SRC, nginx itself) built with
+# AddressSanitizer, in a tree of its own ($(NGX_BUILD)-asan), into
+# objs/ngx_http_prefix_route_module-asan.so; "make test ASAN=1" runs the
+# suite with it (see "Memory checks" below).
+ifeq ($(ASAN),1)
+NGX_BUILD :=    $(NGX_BUILD)-asan
+MODULE =        objs/ngx_http_prefix_route_module-asan.so
+CC_OPT +=       -fsanitize=address -fno-omit-frame-pointer
+LD_OPT +=       -fsanitize=address
+ASAN_NGINX :=   $(NGINX_BIN)
+NGINX_BIN =     $(BUILD)/asan/nginx
+# for a test to skip what ASan changes (resident memory: its shadow memory)
+export TEST_NGINX_ASAN = 1
+endif
+
 
 .PHONY: all deps test unit-test sim-test nginx-test demo install clean FORCE
 
 all: deps $(MODULE)
 
+# installs the Debian packages $(1) that are missing (as root)
+define deb-install
+@missing=""; \
+for p in $(1); do \
+    dpkg-query -W -f='$${Status}' $$p 2>/dev/null \
+        | grep -q 'install ok installed' || missing="$$missing $$p"; \
+done; \
+if [ -n "$$missing" ]; then \
+    if [ "$$(id -u)" != 0 ]; then \
+        echo "missing Debian packages:$$missing (run make as root)"; \
+        exit 1; \
+    fi; \
+    echo "installing:$$missing"; \
+    export DEBIAN_FRONTEND=noninteractive; \
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends \
+        $$missing; \
+fi
+endef
+
 deps:
-	@missing=""; \
-	for p in $(DEB_PACKAGES); do \
-	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null \
-	        | grep -q 'install ok installed' || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	    if [ "$$(id -u)" != 0 ]; then \
-	        echo "missing Debian packages:$$missing (run make as root)"; \
-	        exit 1; \
-	    fi; \
-	    echo "installing:$$missing"; \
-	    export DEBIAN_FRONTEND=noninteractive; \
-	    apt-get update -qq && apt-get install -y -qq --no-install-recommends \
-	        $$missing; \
-	fi
+	$(call deb-install,$(DEB_PACKAGES))
 
 $(NGX_BUILD)/objs/Makefile: $(NGINX_SRC)/configure config Makefile
 	rm -rf $(NGX_BUILD)
@@ -126,7 +146,8 @@ nginx-test: all $(NGINX_BIN)
 sim-test: deps
 	bench/sim/selftest
 
-test: unit-test sim-test nginx-test
+# the Test::Nginx suite last: its summary closes the output
+test: unit-test sim-test fuzz-test nginx-test
 
 demo: all
 	NGINX_BIN=$(NGINX_BIN) bench/demo $(CURDIR)/$(MODULE)
@@ -139,3 +160,354 @@ install: all
 
 clean:
 	rm -rf $(BUILD) objs
+
+
+# --- Debian package --------------------------------------------------------
+#
+#   make deb        build/deb/libnginx-mod-http-prefix-route_VERSION_ARCH.deb,
+#                   built by dpkg-buildpackage with nginx-dev's nginx
+#                   debhelper sequence, in a copy of the tree under build/deb
+#   make deb-deps   install the build dependencies that are missing (root)
+#   make deb-check  install the package, check "nginx -t" with its
+#                   load_module snippet enabled, purge it again (root)
+#   make check      the longer checks, deb-check among them
+
+DEB_NAME =       libnginx-mod-http-prefix-route
+DEB_DIR =        $(BUILD)/deb
+DEB_BUILD_DEPS = debhelper dpkg-dev fakeroot build-essential nginx nginx-dev \
+                 libjansson-dev libxxhash-dev
+# what the package is built from
+DEB_TREE =       config ngx_http_prefix_route_module.c src debian README.md \
+                 docs examples
+
+.PHONY: deb deb-deps deb-check check
+
+deb-deps:
+	$(call deb-install,$(DEB_BUILD_DEPS))
+
+# dpkg-buildpackage writes the .deb (and .buildinfo, .changes) next to the
+# tree it builds: build/deb; nothing is written outside build/deb
+deb: deb-deps
+	@set -e; \
+	version=$$(dpkg-parsechangelog -l debian/changelog -S Version); \
+	tree=$(DEB_DIR)/$(DEB_NAME)-$${version%-*}; \
+	rm -rf $(DEB_DIR); \
+	mkdir -p $$tree; \
+	cp -r $(DEB_TREE) $$tree/; \
+	(cd $$tree && dpkg-buildpackage -b -us -uc); \
+	deb=$(DEB_DIR)/$(DEB_NAME)_$${version}_$$(dpkg --print-architecture).deb; \
+	test -f $$deb; \
+	echo "built $$deb"
+
+# Leaves the machine as it was: refuses to run when the package, or a
+# module file of the same name, is already there; purges the package
+# (dpkg -r would leave the disabled snippet link behind, as *.removed).
+deb-check: deb
+	@set -e; \
+	if [ "$$(id -u)" != 0 ]; then \
+	    echo "deb-check installs a package: run it as root"; exit 1; \
+	fi; \
+	status=$$(dpkg-query -W -f='$${Status}' $(DEB_NAME) 2>/dev/null || true); \
+	case "$$status" in \
+	    ""|*not-installed) ;; \
+	    *) echo "$(DEB_NAME) is on this machine ($$status):" \
+	            "deb-check leaves it alone"; exit 1 ;; \
+	esac; \
+	for f in /usr/lib/nginx/modules/ngx_http_prefix_route_module.so \
+	         /usr/share/nginx/modules-available/mod-http-prefix-route.conf \
+	         /etc/nginx/modules-enabled/50-mod-http-prefix-route.conf \
+	         /etc/nginx/modules-enabled/50-mod-http-prefix-route.conf.removed; \
+	do \
+	    if [ -e $$f ] || [ -L $$f ]; then \
+	        echo "$$f exists (make install?): deb-check leaves it alone"; \
+	        exit 1; \
+	    fi; \
+	done; \
+	version=$$(dpkg-parsechangelog -l debian/changelog -S Version); \
+	deb=$(DEB_DIR)/$(DEB_NAME)_$${version}_$$(dpkg --print-architecture).deb; \
+	tmp=$(CURDIR)/$(BUILD)/deb-check; \
+	rm -rf $$tmp; \
+	mkdir -p $$tmp; \
+	trap 'dpkg --purge $(DEB_NAME) >/dev/null 2>&1 || true' EXIT; \
+	dpkg -i $$deb; \
+	rc=0; \
+	AUTOPKGTEST_TMP=$$tmp debian/tests/nginx-t || rc=$$?; \
+	dpkg --purge $(DEB_NAME); \
+	trap - EXIT; \
+	for f in /usr/lib/nginx/modules/ngx_http_prefix_route_module.so \
+	         /usr/share/nginx/modules-available/mod-http-prefix-route.conf \
+	         /etc/nginx/modules-enabled/50-mod-http-prefix-route.conf \
+	         /etc/nginx/modules-enabled/50-mod-http-prefix-route.conf.removed; \
+	do \
+	    if [ -e $$f ] || [ -L $$f ]; then \
+	        echo "FAIL: $$f left behind after purge"; rc=1; \
+	    fi; \
+	done; \
+	if [ $$rc = 0 ]; then echo "deb-check: ok"; else echo "deb-check: FAILED"; fi; \
+	exit $$rc
+
+# the longer checks; other parts add theirs as prerequisites of "check"
+check: deb-check
+
+
+# --- Fuzzing -----------------------------------------------------------------
+#
+#   make fuzz [FUZZ_SECONDS=60]
+#                   fuzz/prompt_fuzzer.c under libFuzzer for FUZZ_SECONDS:
+#                   request body bytes -> jansson (as the module parses a
+#                   body) -> canonical prompt -> block hashes, built with
+#                   clang's ASan, UBSan and LeakSanitizer, checking the
+#                   prompt's invariants; starts from fuzz/corpus (the four
+#                   API shapes and odd bodies), fuzz/regress (inputs that
+#                   once failed) and what earlier runs found, kept in
+#                   build/fuzz/corpus.  A failing input is written to
+#                   build/fuzz/crash-* (or leak-*, timeout-*, oom-*): add
+#                   it to fuzz/regress.  Bounded: FUZZ_TIMEOUT seconds and
+#                   FUZZ_RSS_MB of memory per input, and a hard limit of
+#                   FUZZ_SECONDS + 300 s for the whole run.
+#   make fuzz-regress
+#                   each input of fuzz/corpus and fuzz/regress, once
+#   make test       runs fuzz-test: fuzz-regress, then FUZZ_TEST_SECONDS
+#                   (20; 0 skips it) of fuzzing.  Its packages are cheap:
+#                   clang and libclang-rt-dev (libFuzzer's runtime) come
+#                   with Debian 12's C images, and are about 35 MB to
+#                   install otherwise ("make fuzz-deps", as root).
+
+FUZZ_PACKAGES =     clang libclang-rt-dev
+FUZZ_CC ?=          clang
+FUZZ_SECONDS ?=     60
+FUZZ_TEST_SECONDS ?= 20
+FUZZ_TIMEOUT ?=     10
+FUZZ_RSS_MB ?=      2048
+FUZZ_MAX_LEN ?=     200000
+FUZZ_DIR =          $(BUILD)/fuzz
+FUZZ_BIN =          $(FUZZ_DIR)/prompt_fuzzer
+FUZZ_CFLAGS =       $(UNIT_CFLAGS) -fsanitize=fuzzer,address,undefined \
+                    -fno-sanitize-recover=all
+FUZZ_OPTS =         -dict=fuzz/json.dict -timeout=$(FUZZ_TIMEOUT) \
+                    -rss_limit_mb=$(FUZZ_RSS_MB) -max_len=$(FUZZ_MAX_LEN) \
+                    -detect_leaks=1 -artifact_prefix=$(FUZZ_DIR)/
+
+# installs the Debian packages of $(1) that are missing, as "deps" does
+
+.PHONY: fuzz fuzz-deps fuzz-regress fuzz-test
+
+fuzz-deps:
+	$(call deb-install,$(FUZZ_PACKAGES))
+
+$(FUZZ_BIN): fuzz/prompt_fuzzer.c src/*.c src/*.h $(NGX_BUILD)/objs/Makefile
+	mkdir -p $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/prompt_fuzzer.c \
+	    src/ngx_http_prefix_route_prompt.c src/ngx_http_prefix_route_hash.c \
+	    -ljansson -lxxhash
+
+fuzz-regress: deps fuzz-deps $(FUZZ_BIN)
+	@set -o pipefail; \
+	$(FUZZ_BIN) $(FUZZ_OPTS) fuzz/corpus/* fuzz/regress/* \
+	    > $(FUZZ_DIR)/regress.log 2>&1 \
+	    || { tail -60 $(FUZZ_DIR)/regress.log; \
+	         echo "fuzz-regress: FAILED (log: $(FUZZ_DIR)/regress.log)"; \
+	         exit 1; }; \
+	echo "fuzz-regress: $$(grep -c '^Executed ' $(FUZZ_DIR)/regress.log)" \
+	     "inputs of fuzz/corpus and fuzz/regress, no failure"
+
+fuzz: deps fuzz-deps $(FUZZ_BIN)
+	@if ! [ "$(FUZZ_SECONDS)" -gt 0 ] 2>/dev/null; then \
+	    echo "FUZZ_SECONDS=$(FUZZ_SECONDS): a number of seconds > 0"; \
+	    exit 1; \
+	fi; \
+	mkdir -p $(FUZZ_DIR)/corpus; \
+	echo "fuzzing for $(FUZZ_SECONDS) s (log: $(FUZZ_DIR)/fuzz.log)"; \
+	timeout -k 10 $$(( $(FUZZ_SECONDS) + 300 )) \
+	    $(FUZZ_BIN) $(FUZZ_OPTS) -max_total_time=$(FUZZ_SECONDS) \
+	    -print_final_stats=1 $(FUZZ_DIR)/corpus fuzz/corpus fuzz/regress \
+	    > $(FUZZ_DIR)/fuzz.log 2>&1; \
+	rc=$$?; \
+	grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::|^Done ' \
+	    $(FUZZ_DIR)/fuzz.log; \
+	if [ $$rc != 0 ]; then \
+	    tail -60 $(FUZZ_DIR)/fuzz.log; \
+	    echo "fuzz: FAILED ($$rc): the input is in $(FUZZ_DIR)/," \
+	         "add it to fuzz/regress"; \
+	    exit 1; \
+	fi
+
+fuzz-test: fuzz-regress
+	@if [ "$(FUZZ_TEST_SECONDS)" != 0 ]; then \
+	    $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_TEST_SECONDS); \
+	fi
+
+
+
+# --- Memory checks -----------------------------------------------------------
+#
+#   make valgrind   the Test::Nginx suite with nginx under valgrind memcheck
+#                   (the bundled runner's TEST_NGINX_USE_VALGRIND=1, as in
+#                   the real Test::Nginx: "daemon off", nginx in the
+#                   foreground under "valgrind --tool=memcheck
+#                   --leak-check=full --show-possibly-lost=no
+#                   --errors-for-leak-kinds=definite --error-exitcode=99
+#                   --log-file=...", one log a process in build/valgrind/,
+#                   one test an nginx instance); fails on a definite leak,
+#                   an invalid read or write, a use of uninitialised memory
+#                   that t/valgrind.suppress does not cover (nginx core's
+#                   own startup allocations only, never a module frame).
+#                   About 3 minutes (the suite alone: under 1).
+#   make ASAN=1     objs/ngx_http_prefix_route_module-asan.so, built with
+#                   -fsanitize=address -fno-omit-frame-pointer
+#   make test ASAN=1
+#                   the suite with it, then asan-report: fails on any ASan
+#                   error and on a leak with a module frame (reports in
+#                   build/asan-log/asan.<pid>; "make asan-report" shows
+#                   them after a failed run).  Debian's /usr/sbin/nginx is
+#                   not built with ASan: it loads an ASan module only with
+#                   gcc's runtime preloaded, first (without it: "ASan
+#                   runtime does not come first in initial library list"),
+#                   so the suite runs build/asan/nginx, a script that runs
+#                   nginx with
+#                       LD_PRELOAD=$$(gcc -print-file-name=libasan.so)
+#                       ASAN_OPTIONS=log_path=build/asan-log/asan:...
+#                   (by hand: LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libasan.so.8
+#                   nginx ...), and exports TEST_NGINX_ASAN=1 for tests
+#                   to skip what ASan changes (resident memory).  With
+#                   NGINX_SRC, that nginx is built with ASan as well.
+#   make check      fuzz (FUZZ_SECONDS) and valgrind among the longer checks
+
+VALGRIND_PACKAGES = valgrind
+VALGRIND_LOG_DIR =  $(CURDIR)/$(BUILD)/valgrind
+ASAN_LOG_DIR =      $(CURDIR)/$(BUILD)/asan-log
+ASAN_RUNTIME =      $(shell $(CC) -print-file-name=libasan.so)
+# ASan's options for nginx: reports to files; leaks too, without changing
+# an exit status (nginx core leaves some memory at exit, see asan-report);
+# an invalid access aborts the process.  Debian's nginx and libraries have
+# no frame pointers, so a malloc stack stops at their first frame: a
+# module frame is still there for what the module and jansson allocate
+# (jansson allocates through the module's json_malloc).
+# ASAN_UNWIND=fast_unwind_on_malloc=0 gives whole stacks, 20 times slower.
+ASAN_OPTIONS_NGINX = log_path=$(ASAN_LOG_DIR)/asan:detect_leaks=1:$\
+                     exitcode=0:abort_on_error=1:$(ASAN_UNWIND)
+ASAN_UNWIND ?=      fast_unwind_on_malloc=1
+
+.PHONY: valgrind valgrind-deps asan-clean asan-report
+
+valgrind-deps:
+	$(call deb-install,$(VALGRIND_PACKAGES))
+
+# the bundled runner (t/lib) even when the real Test::Nginx is installed:
+# it is the one that fails a test on a valgrind error
+valgrind: all $(NGINX_BIN) valgrind-deps
+	@if [ "$(ASAN)" = 1 ]; then echo "valgrind and ASAN=1 do not mix"; \
+	    exit 1; fi
+	rm -rf $(VALGRIND_LOG_DIR)
+	@export TEST_NGINX_BINARY=$(NGINX_BIN); \
+	export TEST_NGINX_MODULE=$(CURDIR)/$(MODULE); \
+	export TEST_NGINX_USE_VALGRIND=1; \
+	export TEST_NGINX_VALGRIND_LOG_DIR=$(VALGRIND_LOG_DIR); \
+	set -o pipefail; \
+	prove -I t/lib t/ | tee $(BUILD)/valgrind.log; \
+	rc=$$?; \
+	logs=$$(ls $(VALGRIND_LOG_DIR)/*.log 2>/dev/null | wc -l); \
+	bad=$$(grep -L 'ERROR SUMMARY: 0 errors' $(VALGRIND_LOG_DIR)/*.log \
+	       2>/dev/null); \
+	echo "valgrind: $$logs nginx processes checked," \
+	     "$$(echo -n "$$bad" | grep -c .) with errors" \
+	     "(logs: $(VALGRIND_LOG_DIR))"; \
+	for f in $$bad; do echo "  $$f"; done; \
+	grep -q '^Result: NOTESTS' $(BUILD)/valgrind.log && rc=1; \
+	[ $$rc = 0 ] && [ $$logs -gt 0 ] && [ -z "$$bad" ]
+
+ifeq ($(ASAN),1)
+$(NGINX_BIN): $(ASAN_NGINX) Makefile
+	mkdir -p $(dir $@) $(ASAN_LOG_DIR)
+	printf '%s\n' '#!/bin/sh' \
+	    '# nginx with the ASan runtime preloaded, for the module built' \
+	    '# by "make ASAN=1" (written by the Makefile)' \
+	    'export LD_PRELOAD="$(ASAN_RUNTIME)$${LD_PRELOAD:+:$$LD_PRELOAD}"' \
+	    'export ASAN_OPTIONS="$${ASAN_OPTIONS:-$(ASAN_OPTIONS_NGINX)}"' \
+	    'exec $(abspath $(ASAN_NGINX)) "$$@"' > $@.tmp
+	chmod +x $@.tmp
+	mv -f $@.tmp $@
+
+nginx-test: asan-clean
+test: asan-report
+endif
+
+asan-clean:
+	rm -rf $(ASAN_LOG_DIR)
+	mkdir -p $(ASAN_LOG_DIR)
+
+# Fails on any ASan error (invalid read or write, use after free...), and
+# on a leak whose allocation stack has a frame of the module, jansson or
+# xxHash; the leaks of nginx core alone (its first pool in main() at
+# "nginx -V" and on startup errors, a worker's connections, the PCRE2
+# compile context) are only counted.
+define ASAN_REPORT_PL
+my ($$dir) = @ARGV;
+my ($$bad, $$ncore, %core) = (0, 0);
+for my $$f (sort glob "$$dir/asan.*") {
+    my $$t = do { local (@ARGV, $$/) = ($$f); <> };
+    if ($$t !~ /ERROR: LeakSanitizer/) {
+        print "$$f:\n$$t\n";
+        $$bad++;
+        next;
+    }
+    for my $$r (split /\n\s*\n/, $$t) {
+        next unless $$r =~ /^(?:Direct|Indirect) leak of/m;
+        if ($$r =~ /prefix_route|libjansson|libxxhash/) {
+            print "$$f:\n$$r\n\n";
+            $$bad++;
+        } else {
+            my @at = grep { !/^__interceptor/ }
+                     $$r =~ /^\s*#\d+ 0x\w+ in (\w+)/mg;
+            splice @at, 3 if @at > 3;
+            $$core{join " < ", @at}++;
+            $$ncore++;
+        }
+    }
+}
+print "ASan: $$ncore leak(s) of nginx core alone, not counted: ",
+      join("; ", map { "$$_ ($$core{$$_})" } sort keys %core), "\n"
+    if $$ncore;
+print $$bad ? "ASan: $$bad report(s) of the module in $$dir\n"
+            : "ASan: no report of the module\n";
+exit($$bad ? 1 : 0);
+endef
+export ASAN_REPORT_PL
+
+asan-report:
+	@perl -e "$$ASAN_REPORT_PL" $(ASAN_LOG_DIR)
+
+check: fuzz valgrind
+
+
+# --- Benchmark ---------------------------------------------------------------
+#
+#   make bench      the benchmark of bench/run/README.md: multi-turn chat
+#                   with a global preamble, shared-prefix groups and the
+#                   Mooncake trace (../shared/workloads/mooncake/, skipped
+#                   when absent) through nginx with round robin,
+#                   least_conn, random two least_conn, hash on the
+#                   conversation and prefix_route (one and three nginx
+#                   instances) in front of 4 simulated backends, beside
+#                   the pooled-cache bound.  Results in bench/results/:
+#                   bench.md, bench.json, raw/*.json, PNG plots.  About 11
+#                   minutes on 2 cores; nginx on 127.0.0.1 ports
+#                   BENCH_PORT..BENCH_PORT+2, the backends on
+#                   BENCH_PORT+10..+13.  BENCH_ARGS passes options to
+#                   "bench/run/bench.py bench", e.g.
+#                   BENCH_ARGS="--workloads shared-prefix".
+#   make bench-deps install python3-matplotlib (the plots) when missing,
+#                   as root; make test does not need it
+
+BENCH_PACKAGES =    python3-matplotlib
+BENCH_PORT ?=       21000
+BENCH_ARGS ?=
+
+.PHONY: bench bench-deps
+
+bench-deps:
+	$(call deb-install,$(BENCH_PACKAGES))
+
+bench: all $(NGINX_BIN) bench-deps
+	NGINX_BIN=$(NGINX_BIN) /usr/bin/python3 bench/run/bench.py bench \
+	    --module $(CURDIR)/$(MODULE) --port-base $(BENCH_PORT) $(BENCH_ARGS)
