@@ -479,6 +479,24 @@ asan-report:
 
 check: fuzz valgrind
 
+# --- The HTML status page in a browser ------------------------------------
+#
+#   make browser-check   headless Chromium renders prefix_route_status's
+#                        page; its DOM and screenshot are checked
+#                        (t/browser/status-page; part of "make check")
+
+BROWSER_PACKAGES = chromium python3-pil
+
+.PHONY: browser-check browser-deps
+
+browser-deps:
+	$(call deb-install,$(BROWSER_PACKAGES))
+
+browser-check: all browser-deps
+	NGINX_BIN=$(NGINX_BIN) t/browser/status-page $(CURDIR)/$(MODULE)
+
+check: browser-check
+
 
 # --- Benchmark ---------------------------------------------------------------
 #
