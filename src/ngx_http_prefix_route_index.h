@@ -87,9 +87,9 @@ typedef struct {
      * are shared by all workers and survive a reload with it; updated
      * without the mutex
      */
-    ngx_atomic_t                     requests[4];   /* by $prefix_route_status */
+    ngx_atomic_t                     requests[4];   /* by status */
     ngx_atomic_t                     prompt_bytes;  /* canonical prompt */
-    ngx_atomic_t                     matched_bytes; /* held by the chosen peer */
+    ngx_atomic_t                     matched_bytes; /* on the chosen peers */
 } ngx_http_prefix_route_sh_t;
 
 

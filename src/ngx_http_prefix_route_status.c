@@ -564,7 +564,8 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
                         v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN]);
 
         for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_NSTATUS; k++) {
-            p = ngx_sprintf(p, " %V %uL", &ngx_http_prefix_route_status_names[k],
+            p = ngx_sprintf(p, " %V %uL",
+                            &ngx_http_prefix_route_status_names[k],
                             st[i].requests[k]);
         }
 
