@@ -482,10 +482,11 @@ check: fuzz valgrind
 # --- The HTML status page in a browser ------------------------------------
 #
 #   make browser-check   headless Chromium renders prefix_route_status's
-#                        page; its DOM and screenshot are checked
-#                        (t/browser/status-page; part of "make check")
+#                        page, its DOM and screenshot are checked, and
+#                        promtool checks its metrics (t/browser/status-page;
+#                        part of "make check")
 
-BROWSER_PACKAGES = chromium python3-pil
+BROWSER_PACKAGES = chromium python3-pil prometheus
 
 .PHONY: browser-check browser-deps
 
