@@ -1,0 +1,69 @@
+# An upstream of 200 servers: prefix_route keeps its promises.  Per request
+# the balancer looks at every server once (cost, usability), searches the
+# index in O(log blocks) tree lookups and walks the matched chain checking
+# each holder against the servers (O(matched blocks x holders x servers)
+# in the worst case), so its cost grows linearly with the number of
+# servers; docs/design.md.
+#
+# The 200 servers are 200 ports of one backend server block that answers
+# with its port.
+use Test::Nginx::Socket 'no_plan';
+use FindBin;
+use lib $FindBin::Bin;
+use PrefixRoute qw(:DEFAULT chat user text);
+
+our $N = 200;
+our $Base = 19500;
+
+our $Http = "upstream llm {\n    prefix_route zone=llm:4m;\n"
+          . join("", map { "    server 127.0.0.1:" . ($Base + $_) . ";\n" } 1 .. $N)
+          . "}\nserver {\n"
+          . join("", map { "    listen 127.0.0.1:" . ($Base + $_) . ";\n" } 1 .. $N)
+          . "    return 200 \"\$server_port\\n\";\n}\n";
+
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(main_config => $LoadModule) unless defined $block->main_config;
+    $block->set_value(http_config => $Http) unless defined $block->http_config;
+    $block->set_value(config => <<'CONF') unless defined $block->config;
+location /v1/ {
+    proxy_pass http://llm;
+    access_log logs/routes.log route;
+}
+location = /routes {
+    alias logs/routes.log;
+}
+CONF
+    $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
+    return $block;
+});
+
+# the routes log: the first 200 requests are MISSes spread over at least
+# 150 servers, the next 200 repeat them and are HITs on the same servers
+sub check_routes {
+    my @lines = split /\n/, shift;
+    return 0 unless @lines == 2 * $N;
+    my (%servers, $ok);
+    for my $i (0 .. $N - 1) {
+        my ($first, $s1) = split / /, $lines[$i];
+        my ($again, $s2) = split / /, $lines[$N + $i];
+        return 0 unless $s1 eq "MISS" && $s2 eq "HIT" && $first eq $again;
+        $servers{$first}++;
+    }
+    return keys %servers >= 150;
+}
+
+worker_connections(1024);
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: 200 distinct prompts in a row go to at least 150 of the 200 servers, and each repeat goes back to its server as a HIT
+--- http_config eval: $::Http . "log_format route '\$upstream_addr \$prefix_route_status';\n"
+--- request eval
+[(map { ::chat([::user(::text("prompt$_", 600))]) } 1 .. 200),
+ (map { ::chat([::user(::text("prompt$_", 600))]) } 1 .. 200),
+ "GET /routes"]
+--- response_body_like eval
+[("\\A\\d+\n\\z") x 400, qr/\A(.*)\z(?(?{ main::check_routes($^N) })|(*FAIL))/s]
