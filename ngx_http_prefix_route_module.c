@@ -67,8 +67,8 @@ typedef struct {
     ngx_http_prefix_route_candidate_t  *cand;
 
     /* the attempt under way, charged to the peer's queued work */
+    ngx_http_prefix_route_charge_t     *charge;
     ngx_http_prefix_route_peer_t       *sent;
-    double                              work;
     double                              uncached;
     ngx_uint_t                          recorded[2]; /* blocks added to the
                                                         index for it */
@@ -771,6 +771,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     ngx_shmtx_lock(&shpool->mutex);
 
+    ngx_http_prefix_route_index_sweep(&prcf->index);
+
     d = ngx_http_prefix_route_index_match(&prcf->index, ctx->hash,
                                           ctx->nblocks, ctx->chain, shared,
                                           peers->number, ctx->held,
@@ -845,10 +847,9 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     if (sp != NULL) {
         ctx->sent = sp;
         ctx->uncached = (double) (ctx->len - c->match);
-        ctx->work = ctx->uncached + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST;
-
-        sp->queued += ctx->work;
-        sp->inflight++;
+        ctx->charge = ngx_http_prefix_route_index_charge(&prcf->index, sp,
+                              ctx->uncached
+                              + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
         sp->requests++;
 
         if (c->match) {
@@ -888,14 +889,11 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 
         ngx_shmtx_lock(&shpool->mutex);
 
-        sp->queued -= ctx->work;
-
-        if (sp->queued < 0 || sp->inflight == 1) {
-            /* no rounding error outlives the requests */
-            sp->queued = 0;
+        if (ctx->charge != NULL) {
+            ngx_http_prefix_route_index_discharge(&ctx->conf->index,
+                                                  ctx->charge);
+            ctx->charge = NULL;
         }
-
-        sp->inflight--;
 
         if (state & NGX_PEER_FAILED) {
             /* the peer may never have received the prompt */

@@ -13,6 +13,9 @@
 /* holders dropped at most to make room for one allocation */
 #define NGX_HTTP_PREFIX_ROUTE_EVICT_TRIES  8
 
+/* how often the workers' records are checked for dead ones, ms */
+#define NGX_HTTP_PREFIX_ROUTE_SWEEP        1000
+
 
 static ngx_http_prefix_route_entry_t *ngx_http_prefix_route_index_lookup(
     ngx_http_prefix_route_sh_t *sh, uint64_t hash);
@@ -26,6 +29,10 @@ static void ngx_http_prefix_route_index_remove(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_holder_t *h);
 static void ngx_http_prefix_route_index_release(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e);
+static ngx_http_prefix_route_worker_t *ngx_http_prefix_route_index_worker(
+    ngx_http_prefix_route_index_t *idx);
+static void ngx_http_prefix_route_index_orphans(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_worker_t *worker);
 
 
 ngx_int_t
@@ -58,6 +65,7 @@ ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
     ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_rbtree_insert_value);
     ngx_queue_init(&sh->lru);
     ngx_queue_init(&sh->peers);
+    ngx_queue_init(&sh->workers);
 
     idx->sh = sh;
     shpool->data = sh;
@@ -338,6 +346,176 @@ ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
         if (h != NULL) {
             ngx_http_prefix_route_index_remove(idx, h);
         }
+    }
+}
+
+
+ngx_http_prefix_route_charge_t *
+ngx_http_prefix_route_index_charge(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer, double work)
+{
+    ngx_http_prefix_route_charge_t  *charge;
+    ngx_http_prefix_route_worker_t  *worker;
+
+    worker = ngx_http_prefix_route_index_worker(idx);
+    if (worker == NULL) {
+        return NULL;
+    }
+
+    charge = ngx_http_prefix_route_index_alloc(idx,
+                                  sizeof(ngx_http_prefix_route_charge_t),
+                                  NGX_HTTP_PREFIX_ROUTE_EVICT_TRIES);
+    if (charge == NULL) {
+        return NULL;
+    }
+
+    charge->peer = peer;
+    charge->work = work;
+    ngx_queue_insert_tail(&worker->charges, &charge->queue);
+
+    peer->queued += work;
+    peer->inflight++;
+
+    return charge;
+}
+
+
+void
+ngx_http_prefix_route_index_discharge(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_charge_t *charge)
+{
+    ngx_http_prefix_route_peer_t  *peer;
+
+    peer = charge->peer;
+
+    peer->queued -= charge->work;
+    peer->inflight--;
+
+    if (peer->queued < 0 || peer->inflight == 0) {
+        /* no rounding error outlives the requests */
+        peer->queued = 0;
+    }
+
+    ngx_queue_remove(&charge->queue);
+    ngx_slab_free_locked(idx->shpool, charge);
+}
+
+
+void
+ngx_http_prefix_route_index_sweep(ngx_http_prefix_route_index_t *idx)
+{
+    ngx_msec_t                       now;
+    ngx_queue_t                     *q, *next;
+    ngx_http_prefix_route_sh_t      *sh;
+    ngx_http_prefix_route_worker_t  *worker;
+
+    sh = idx->sh;
+    now = ngx_current_msec;
+
+    if (now - sh->swept < NGX_HTTP_PREFIX_ROUTE_SWEEP) {
+        return;
+    }
+
+    sh->swept = now;
+
+    for (q = ngx_queue_head(&sh->workers);
+         q != ngx_queue_sentinel(&sh->workers);
+         q = next)
+    {
+        next = ngx_queue_next(q);
+        worker = ngx_queue_data(q, ngx_http_prefix_route_worker_t, queue);
+
+        if (worker->pid == ngx_pid
+            || kill(worker->pid, 0) == 0
+            || ngx_errno != NGX_ESRCH)
+        {
+            continue;
+        }
+
+        ngx_http_prefix_route_index_orphans(idx, worker);
+
+        ngx_queue_remove(&worker->queue);
+        ngx_slab_free_locked(idx->shpool, worker);
+    }
+}
+
+
+/*
+ * The record of this worker process in the zone, found or made on its
+ * first request; NULL when the zone has no memory for it.
+ */
+
+static ngx_http_prefix_route_worker_t *
+ngx_http_prefix_route_index_worker(ngx_http_prefix_route_index_t *idx)
+{
+    ngx_queue_t                     *q;
+    ngx_http_prefix_route_sh_t      *sh;
+    ngx_http_prefix_route_worker_t  *worker;
+
+    worker = idx->worker;
+
+    if (worker != NULL && worker->pid == ngx_pid) {
+        return worker;
+    }
+
+    sh = idx->sh;
+
+    for (q = ngx_queue_head(&sh->workers);
+         q != ngx_queue_sentinel(&sh->workers);
+         q = ngx_queue_next(q))
+    {
+        worker = ngx_queue_data(q, ngx_http_prefix_route_worker_t, queue);
+
+        if (worker->pid == ngx_pid) {
+            /* a dead worker's record, as its pid is this one's now */
+
+            ngx_http_prefix_route_index_orphans(idx, worker);
+
+            goto done;
+        }
+    }
+
+    worker = ngx_http_prefix_route_index_alloc(idx,
+                                  sizeof(ngx_http_prefix_route_worker_t),
+                                  NGX_HTTP_PREFIX_ROUTE_EVICT_TRIES);
+    if (worker == NULL) {
+        return NULL;
+    }
+
+    ngx_queue_init(&worker->charges);
+    worker->pid = ngx_pid;
+    ngx_queue_insert_tail(&sh->workers, &worker->queue);
+
+done:
+
+    idx->worker = worker;
+
+    return worker;
+}
+
+
+/*
+ * Gives back the charges of a worker process that died with requests in
+ * flight.
+ */
+
+static void
+ngx_http_prefix_route_index_orphans(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_worker_t *worker)
+{
+    ngx_uint_t  n;
+
+    for (n = 0; !ngx_queue_empty(&worker->charges); n++) {
+        ngx_http_prefix_route_index_discharge(idx,
+            ngx_queue_data(ngx_queue_head(&worker->charges),
+                           ngx_http_prefix_route_charge_t, queue));
+    }
+
+    if (n) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "prefix_route: worker process %P exited with "
+                      "requests in flight (%ui), their queued work is "
+                      "given back", worker->pid, n);
     }
 }
 

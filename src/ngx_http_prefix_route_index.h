@@ -32,6 +32,7 @@
 
 typedef struct ngx_http_prefix_route_entry_s   ngx_http_prefix_route_entry_t;
 typedef struct ngx_http_prefix_route_holder_s  ngx_http_prefix_route_holder_t;
+typedef struct ngx_http_prefix_route_worker_s  ngx_http_prefix_route_worker_t;
 
 
 typedef struct {
@@ -70,11 +71,34 @@ struct ngx_http_prefix_route_holder_s {
 };
 
 
+/*
+ * The requests a worker process has in flight, each charged to a peer's
+ * queued work and in-flight count.  A worker that dies without giving its
+ * charges back (SIGKILL, a crash) is found by its pid and its charges are
+ * given back for it (ngx_http_prefix_route_index_sweep()).
+ */
+
+struct ngx_http_prefix_route_worker_s {
+    ngx_queue_t                      queue;     /* in sh->workers */
+    ngx_queue_t                      charges;
+    ngx_pid_t                        pid;
+};
+
+
+typedef struct {
+    ngx_queue_t                      queue;     /* in worker->charges */
+    ngx_http_prefix_route_peer_t    *peer;
+    double                           work;      /* bytes */
+} ngx_http_prefix_route_charge_t;
+
+
 typedef struct {
     ngx_rbtree_t                     rbtree;
     ngx_rbtree_node_t                sentinel;
     ngx_queue_t                      lru;       /* all holders, newest first */
     ngx_queue_t                      peers;
+    ngx_queue_t                      workers;
+    ngx_msec_t                       swept;     /* last look for dead ones */
 
     ngx_uint_t                       entries;   /* indexed blocks */
     ngx_uint_t                       holders;   /* (block, peer) pairs */
@@ -96,6 +120,7 @@ typedef struct {
 typedef struct {
     ngx_http_prefix_route_sh_t      *sh;
     ngx_slab_pool_t                 *shpool;
+    ngx_http_prefix_route_worker_t  *worker;    /* this process's record */
 } ngx_http_prefix_route_index_t;
 
 
@@ -155,6 +180,34 @@ ngx_uint_t ngx_http_prefix_route_index_update(
 void ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t from, ngx_uint_t to,
     ngx_http_prefix_route_peer_t *peer);
+
+
+/*
+ * Charges "work" bytes of prefill to "peer" for a request this worker
+ * sends it: adds them to the peer's queued work and counts the request in
+ * flight until ngx_http_prefix_route_index_discharge().  The caller holds
+ * the zone mutex.  Returns the charge, or NULL when the zone has no memory
+ * for it even after dropping a few least recently used blocks: the
+ * request is then not counted.
+ */
+ngx_http_prefix_route_charge_t *ngx_http_prefix_route_index_charge(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
+    double work);
+
+/*
+ * Gives back a charge once its request is over.  The caller holds the
+ * zone mutex.
+ */
+void ngx_http_prefix_route_index_discharge(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_charge_t *charge);
+
+/*
+ * Gives back the charges of worker processes that died without doing so
+ * (killed, crashed), once a second at most: a worker whose pid no longer
+ * exists (kill(pid, 0) fails with ESRCH) cannot be finishing a request.
+ * The caller holds the zone mutex.
+ */
+void ngx_http_prefix_route_index_sweep(ngx_http_prefix_route_index_t *idx);
 
 
 #endif /* _NGX_HTTP_PREFIX_ROUTE_INDEX_H_INCLUDED_ */

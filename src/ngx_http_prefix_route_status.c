@@ -319,6 +319,9 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         ngx_http_upstream_rr_peers_rlock(peers);
         ngx_shmtx_lock(&shpool->mutex);
 
+        /* no figure shows the requests of a worker killed meanwhile */
+        ngx_http_prefix_route_index_sweep(&prcf->index);
+
         st->v[NGX_HTTP_PREFIX_ROUTE_U_USED] =
                       (uint64_t) ((shpool->end - shpool->start) / ngx_pagesize
                                   - shpool->pfree) * ngx_pagesize;
