@@ -11,16 +11,25 @@
 #include "ngx_http_prefix_route_choice.h"
 
 
+static ngx_int_t ngx_http_prefix_route_top(
+    ngx_http_prefix_route_candidate_t *c, ngx_uint_t n, double limit,
+    size_t match);
+
+
 ngx_int_t
 ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
     ngx_uint_t n, size_t len, ngx_uint_t affinity, size_t slack)
 {
-    double      credit, load, best, tie;
+    double      credit, load, best, total, tie;
+    size_t      longest;
     ngx_int_t   chosen;
-    ngx_uint_t  i, known;
+    ngx_uint_t  i, known, usable;
 
     best = HUGE_VAL;
+    total = 0;
+    longest = 0;
     known = 0;
+    usable = 0;
 
     for (i = 0; i < n; i++) {
 
@@ -35,11 +44,20 @@ ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
             load = 0;
         }
 
-        c[i].cost = (c[i].queued + load + (double) len - credit)
+        load += c[i].queued;
+
+        c[i].cost = (load + (double) len - credit)
                     / (c[i].weight > 0 ? c[i].weight : 1);
 
         if (c[i].cost < best) {
             best = c[i].cost;
+        }
+
+        total += load / (c[i].weight > 0 ? c[i].weight : 1);
+        usable++;
+
+        if (c[i].match > longest) {
+            longest = c[i].match;
         }
 
         if (c[i].sticky && c[i].match) {
@@ -47,24 +65,52 @@ ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
         }
     }
 
-    /*
-     * A prompt that no peer holds as its own conversation is placed by
-     * the rank among the peers within a quarter of the prompt of the
-     * lowest cost, so that nginx instances that do not share an index
-     * agree on where a conversation goes while loads are about even.
-     */
-
-    tie = (double) slack;
-
-    if (!known && (double) len / 4 > tie) {
-        tie = (double) len / 4;
+    if (usable == 0) {
+        return NGX_ERROR;
     }
+
+    if (!known) {
+
+        /*
+         * A prompt that no peer holds as its own conversation goes to the
+         * highest ranked of the peers with the longest match whose cost
+         * is within the mean load (or a quarter of the prompt) of the
+         * lowest: nginx instances that do not share an index then agree
+         * on where a conversation goes, as long as no peer has more than
+         * about twice the mean load ("consistent hashing with bounded
+         * loads", Mirrokni, Thorup and Zadimoghaddam, 2018).
+         */
+
+        tie = ngx_max(total / usable, (double) len / 4);
+
+        chosen = ngx_http_prefix_route_top(c, n, best + ngx_max(tie, slack),
+                                           longest);
+        if (chosen != NGX_ERROR) {
+            return chosen;
+        }
+    }
+
+    return ngx_http_prefix_route_top(c, n, best + slack, 0);
+}
+
+
+/*
+ * The usable candidate of the highest rank among those that cost at most
+ * "limit" and hold at least "match" bytes; NGX_ERROR if there is none.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_top(ngx_http_prefix_route_candidate_t *c,
+    ngx_uint_t n, double limit, size_t match)
+{
+    ngx_int_t   chosen;
+    ngx_uint_t  i;
 
     chosen = NGX_ERROR;
 
     for (i = 0; i < n; i++) {
 
-        if (!c[i].usable || c[i].cost > best + tie) {
+        if (!c[i].usable || c[i].cost > limit || c[i].match < match) {
             continue;
         }
 

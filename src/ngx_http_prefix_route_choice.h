@@ -48,12 +48,16 @@ typedef struct {
  * that holds the conversation itself ("sticky") is not charged recent work
  * at all, so that only queued work moves a conversation (docs/design.md,
  * "Choosing a peer").
- * Candidates whose cost is within "slack" bytes of the lowest are equal;
- * the highest rank among them wins (rendezvous hashing).  When no
- * candidate holds the prompt as its own conversation ("sticky"), the
- * slack widens to a quarter of the prompt, so that separate nginx
- * instances place a new or unknown conversation alike while the loads
- * are about even.
+ * When no candidate holds the prompt as its own conversation ("sticky"),
+ * the highest rank wins among the candidates with the longest match
+ * whose cost is within the mean load (queued + spread, over weight) or a
+ * quarter of the prompt, whichever is more, of the lowest cost: separate
+ * nginx instances then place a new or unknown conversation alike unless
+ * one sees its peer loaded beyond about twice the mean (rendezvous
+ * hashing with bounded loads, Mirrokni, Thorup and Zadimoghaddam, 2018;
+ * the bound was chosen with bench/, docs/design.md).  Otherwise, and when
+ * no such candidate is found, candidates whose cost is within "slack"
+ * bytes of the lowest are equal and the highest rank among them wins.
  *
  * Sets c[i].cost of the usable candidates and returns the index of the
  * chosen one, or NGX_ERROR (-1) when none is usable.

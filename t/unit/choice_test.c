@@ -161,7 +161,13 @@ test_choice(void)
 
     c[2].queued = 3000;
     k = ngx_http_prefix_route_choose(c, 4, 2000, 100, 64);
-    test_ok(k == 0, "every holder busy: equal idle peers, highest rank wins");
+    test_ok(k == 1, "the longest match 76 bytes dearer than an idle peer, "
+            "its load within the mean (1025): it stays");
+
+    c[1].queued = 5000;
+    k = ngx_http_prefix_route_choose(c, 4, 2000, 100, 64);
+    test_ok(k == 0, "every holder's cost beyond the lowest plus the mean "
+            "load: equal idle peers, highest rank wins");
 
     /* affinity 0 ignores the cache */
 
@@ -182,13 +188,19 @@ test_choice(void)
     test_ok(k == 1 && c[1].cost == 1250 && c[0].cost == 2000,
             "weight=2 halves the cost");
 
-    /* recent work spreads new prompts */
+    /* recent work spreads new prompts: bounded loads */
 
     test_set(&c[0], 0, 0, 900, 0, 4);
     test_set(&c[1], 0, 0, 0, 0, 1);
     test_set(&c[2], 0, 0, 300, 0, 3);
     k = ngx_http_prefix_route_choose(c, 3, 500, 100, 64);
-    test_ok(k == 1, "a miss goes to the peer with the least recent work");
+    test_ok(k == 2, "a miss: the highest rank among the peers whose load is "
+            "within the mean (400) of the least loaded");
+
+    c[2].recent = 500;
+    k = ngx_http_prefix_route_choose(c, 3, 500, 100, 64);
+    test_ok(k == 1, "a miss: the least loaded when the others are beyond "
+            "the mean (466) of it");
 
     /* recent work that built the match is not held against the holder */
 
@@ -199,6 +211,11 @@ test_choice(void)
             "shared prefix: recent work up to the match is free");
 
     c[0].recent = 2048 * 3;
+    k = ngx_http_prefix_route_choose(c, 2, 2400, 100, 64);
+    test_ok(k == 0, "shared prefix: the holder's load of 2 KiB beyond the "
+            "match is within the mean load of the idle peer: it stays");
+
+    c[0].recent = 2048 * 4;
     k = ngx_http_prefix_route_choose(c, 2, 2400, 100, 64);
     test_ok(k == 1, "shared prefix: much more recent work spills it");
 
@@ -223,7 +240,8 @@ test_choice(void)
 
     c[1].recent = 200;
     k = ngx_http_prefix_route_choose(c, 3, 500, 100, 10);
-    test_ok(k == 2, "beyond a quarter of the prompt the cost decides");
+    test_ok(k == 2, "beyond a quarter of the prompt (more than the mean "
+            "load) the cost decides");
 
     c[1].recent = 100;
     k = ngx_http_prefix_route_choose(c, 3, 500, 100, 10);
