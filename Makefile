@@ -530,3 +530,41 @@ bench-deps:
 bench: all $(NGINX_BIN) bench-deps
 	NGINX_BIN=$(NGINX_BIN) /usr/bin/python3 bench/run/bench.py bench \
 	    --module $(CURDIR)/$(MODULE) --port-base $(BENCH_PORT) $(BENCH_ARGS)
+
+
+# --- Stress checks -----------------------------------------------------------
+#
+#   make stress     the scripts of t/stress/ (issue 4, parts 4 and 5), one
+#                   after the other, with the module built by make and
+#                   $(NGINX_BIN) (2 workers, a master, a temporary prefix
+#                   under /tmp, as root or not), wrk and curl, on
+#                   127.0.0.1 ports 19801-19845; each bounded in time and
+#                   requests, at most STRESS_TIMEOUT s (240), and each
+#                   ends every process it started, also on failure:
+#                     zone-pressure    1,000,000 distinct prompts into a
+#                                      128k zone (~70 s); one request
+#                                      inserts at most max_prefix / block
+#                     backend-restart  a backend killed and restarted
+#                     reload           SIGHUP to the master every 2.5 s
+#                     worker-kill      a worker killed with SIGKILL
+#                     client-abort     clients that give up mid-request
+#                   About 3 minutes on 2 cores.  STRESS="reload
+#                   worker-kill" runs some of them.  Part of "make check".
+#   make stress-deps
+#                   install wrk (and the other tools the scripts use) when
+#                   missing, as root
+
+STRESS_PACKAGES =   wrk curl perl procps libnginx-mod-http-echo
+STRESS ?=
+STRESS_TIMEOUT ?=   240
+
+.PHONY: stress stress-deps
+
+stress-deps:
+	$(call deb-install,$(STRESS_PACKAGES))
+
+stress: all $(NGINX_BIN) stress-deps
+	NGINX_BIN=$(NGINX_BIN) STRESS_TIMEOUT=$(STRESS_TIMEOUT) \
+	    t/stress/run $(CURDIR)/$(MODULE) $(STRESS)
+
+check: stress
