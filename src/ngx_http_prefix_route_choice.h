@@ -50,12 +50,13 @@ typedef struct {
  * "Choosing a peer").
  * When no candidate holds the prompt as its own conversation ("sticky"),
  * the highest rank wins among the candidates with the longest match
- * whose cost is within the mean load (queued + spread, over weight) or a
- * quarter of the prompt, whichever is more, of the lowest cost: separate
- * nginx instances then place a new or unknown conversation alike unless
- * one sees its peer loaded beyond about twice the mean (rendezvous
- * hashing with bounded loads, Mirrokni, Thorup and Zadimoghaddam, 2018;
- * the bound was chosen with bench/, docs/design.md).  Otherwise, and when
+ * whose cost is within half the mean load (queued + spread, over weight)
+ * or a quarter of the prompt, whichever is more, of the lowest cost:
+ * separate nginx instances then place a new or unknown conversation alike
+ * unless one sees its peer loaded beyond about 1.5 times the mean
+ * (rendezvous hashing with bounded loads, Mirrokni, Thorup and
+ * Zadimoghaddam, 2018; the bound was chosen with bench/, see
+ * docs/design.md).  Otherwise, and when
  * no such candidate is found, candidates whose cost is within "slack"
  * bytes of the lowest are equal and the highest rank among them wins.
  *

@@ -98,7 +98,7 @@ my @lines = (
     'nginx_prefix_route_peer_requests_total\{upstream="llm",peer="127\.0\.0\.1:19402"\} \d+',
     'nginx_prefix_route_peer_requests_total\{upstream="other",peer="127\.0\.0\.1:19403"\} 0',
 );
-my $re = join "\n", @lines;
+my $re = CORE::join "\n", @lines;
 qr/\A$re\n/
 
 

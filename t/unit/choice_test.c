@@ -162,12 +162,12 @@ test_choice(void)
     c[2].queued = 3000;
     k = ngx_http_prefix_route_choose(c, 4, 2000, 100, 64);
     test_ok(k == 1, "the longest match 76 bytes dearer than an idle peer, "
-            "its load within the mean (1025): it stays");
+            "within half the mean load (512): it stays");
 
     c[1].queued = 5000;
     k = ngx_http_prefix_route_choose(c, 4, 2000, 100, 64);
-    test_ok(k == 0, "every holder's cost beyond the lowest plus the mean "
-            "load: equal idle peers, highest rank wins");
+    test_ok(k == 0, "every holder's cost beyond the lowest plus half the "
+            "mean load: equal idle peers, highest rank wins");
 
     /* affinity 0 ignores the cache */
 
@@ -194,13 +194,13 @@ test_choice(void)
     test_set(&c[1], 0, 0, 0, 0, 1);
     test_set(&c[2], 0, 0, 300, 0, 3);
     k = ngx_http_prefix_route_choose(c, 3, 500, 100, 64);
-    test_ok(k == 2, "a miss: the highest rank among the peers whose load is "
-            "within the mean (400) of the least loaded");
-
-    c[2].recent = 500;
-    k = ngx_http_prefix_route_choose(c, 3, 500, 100, 64);
     test_ok(k == 1, "a miss: the least loaded when the others are beyond "
-            "the mean (466) of it");
+            "half the mean load (200) of it");
+
+    c[2].recent = 150;
+    k = ngx_http_prefix_route_choose(c, 3, 500, 100, 64);
+    test_ok(k == 2, "a miss: the highest rank among the peers within half "
+            "the mean load (175) of the least loaded");
 
     /* recent work that built the match is not held against the holder */
 
@@ -210,10 +210,11 @@ test_choice(void)
     test_ok(k == 0 && c[0].cost == 300 + 352,
             "shared prefix: recent work up to the match is free");
 
-    c[0].recent = 2048 * 3;
+    c[0].recent = 2048 + 2500;
     k = ngx_http_prefix_route_choose(c, 2, 2400, 100, 64);
-    test_ok(k == 0, "shared prefix: the holder's load of 2 KiB beyond the "
-            "match is within the mean load of the idle peer: it stays");
+    test_ok(k == 0 && c[0].cost == 2500 + 352,
+            "shared prefix: the holder 452 bytes dearer than the idle peer, "
+            "within half the mean load (625): it stays");
 
     c[0].recent = 2048 * 4;
     k = ngx_http_prefix_route_choose(c, 2, 2400, 100, 64);
