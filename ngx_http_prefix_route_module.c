@@ -1109,9 +1109,14 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return "must come before the \"server\" directives";
     }
 
+    /*
+     * keepalive saves the balancer's init and wraps it: replacing that
+     * init here would silently drop keepalive, or another method's
+     */
+
     if (uscf->peer.init_upstream) {
-        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
-                           "load balancing method redefined");
+        return "must come before \"keepalive\" and cannot follow another "
+               "load balancing method";
     }
 
     value = cf->args->elts;
@@ -1156,8 +1161,9 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
             if (name.len == 0 || size == NGX_ERROR) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid zone \"%V\", "
-                                   "expected zone=name:size", &value[i]);
+                                   "invalid zone \"%V\", expected "
+                                   "zone=name:size, the size in bytes "
+                                   "with k or m", &value[i]);
                 return NGX_CONF_ERROR;
             }
 
@@ -1221,7 +1227,9 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
             if (n == NGX_ERROR) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid capacity \"%V\"", &value[i]);
+                                   "invalid capacity \"%V\", it must be "
+                                   "a size in bytes with k or m, 0 for "
+                                   "no limit", &value[i]);
                 return NGX_CONF_ERROR;
             }
 
@@ -1254,7 +1262,9 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
             if (ms == (ngx_msec_t) NGX_ERROR) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid decay \"%V\"", &value[i]);
+                                   "invalid decay \"%V\", it must be "
+                                   "a time (500ms, 5s, 1m...), 0 to "
+                                   "forget at once", &value[i]);
                 return NGX_CONF_ERROR;
             }
 

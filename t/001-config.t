@@ -50,7 +50,7 @@ invalid zone size in "zone=llm", expected zone=name:size
 --- http_config eval: ::upstream("zone=llm:lots", 1)
 --- must_die
 --- error_log
-invalid zone "zone=llm:lots", expected zone=name:size
+invalid zone "zone=llm:lots", expected zone=name:size, the size in bytes with k or m
 
 
 
@@ -200,7 +200,7 @@ max_prefix=32 is smaller than block=64
 --- http_config eval: ::upstream("zone=llm:1m capacity=all", 1)
 --- must_die
 --- error_log
-invalid capacity "capacity=all"
+invalid capacity "capacity=all", it must be a size in bytes with k or m, 0 for no limit
 
 
 
@@ -240,7 +240,7 @@ invalid affinity "affinity=-1", it must be a number from 0 to 10
 --- http_config eval: ::upstream("zone=llm:1m decay=soon", 1)
 --- must_die
 --- error_log
-invalid decay "decay=soon"
+invalid decay "decay=soon", it must be a time (500ms, 5s, 1m...), 0 to forget at once
 
 
 
@@ -311,44 +311,31 @@ unknown directive "prefix_route"
 
 
 
-=== TEST 31: another balancer before prefix_route is replaced, with a warning
-The warning is printed while the configuration is read; a later mistake
-makes nginx stop, so that what it printed can be checked.
+=== TEST 31: another balancer before prefix_route is an error
+A balancer before it would be replaced without a word.
 --- http_config
 upstream llm {
     least_conn;
     prefix_route zone=llm:1m;
     server 127.0.0.1:1;
 }
-upstream bad {
-    prefix_route zone=bad:1m;
-    server 127.0.0.1:2;
-    prefix_route zone=bad2:1m;
+--- must_die
+--- error_log
+"prefix_route" directive must come before "keepalive" and cannot follow another load balancing method
+
+
+
+=== TEST 32: keepalive before prefix_route is an error
+Replacing the balancer keepalive wraps would turn keepalive off silently.
+--- http_config
+upstream llm {
+    keepalive 4;
+    prefix_route zone=llm:1m;
+    server 127.0.0.1:1;
 }
 --- must_die
 --- error_log
-[warn]
-load balancing method redefined
-"prefix_route" directive is duplicate
-
-
-
-=== TEST 32: after least_conn, prefix_route is the balancer
---- http_config
-upstream llm {
-    least_conn;
-    prefix_route zone=llm:1m;
-    server 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
-}
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 200 "b1\n"; }
---- request eval
-my $sys = "You are a careful assistant. " x 20;
-my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\"system\",\"content\":\"$sys\"},{\"role\":\"user\",\"content\":\"hi\"}]}";
-[$req, $req]
---- response_headers_like eval
-["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+"]
---- response_body eval
-["b1\n", "b1\n"]
+"prefix_route" directive must come before "keepalive" and cannot follow another load balancing method
 
 
 

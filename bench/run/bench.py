@@ -954,8 +954,11 @@ def cmd_demo(a):
           "(usage.prompt_tokens_details.cached_tokens); TTFT: model time "
           "on the simulators' clock; busy max/mean: prefill busy time of the "
           "busiest backend over the mean; util: prefill busy time / model "
-          "time in the middle of the run, mean over the backends (the same "
-          "requests in both runs: a balancer that hits more is less busy).")
+          "time in the middle of the run (the \"steady\" figure above), "
+          "mean over the backends (the same requests in both runs: a "
+          "balancer that hits more is less busy); pooled-cache bound: the "
+          "hit rate of one cache as large as the 4 backends' together, fed "
+          "the same requests, which no router can beat.")
     if pr["hit_rate"] and rrr["hit_rate"] and pr["ttft_p90_ms"] \
             and rrr["ttft_p90_ms"]:
         print("prefix_route: %.2fx round robin's hit rate (%.0f%% of the "
