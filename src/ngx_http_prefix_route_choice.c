@@ -20,7 +20,7 @@ ngx_int_t
 ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
     ngx_uint_t n, size_t len, ngx_uint_t affinity, size_t slack)
 {
-    double      credit, load, best, total, tie;
+    double      credit, load, best, total, tie, weight;
     size_t      longest;
     ngx_int_t   chosen;
     ngx_uint_t  i, known, usable;
@@ -45,15 +45,15 @@ ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
         }
 
         load += c[i].queued;
+        weight = c[i].weight > 0 ? c[i].weight : 1;
 
-        c[i].cost = (load + (double) len - credit)
-                    / (c[i].weight > 0 ? c[i].weight : 1);
+        c[i].cost = (load + (double) len - credit) / weight;
 
         if (c[i].cost < best) {
             best = c[i].cost;
         }
 
-        total += load / (c[i].weight > 0 ? c[i].weight : 1);
+        total += load / weight;
         usable++;
 
         if (c[i].match > longest) {
