@@ -1209,7 +1209,7 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             if (n <= 0 || n > 16 * 1024 * 1024) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid max_prefix \"%V\", "
-                                   "it must be from 1 byte to 16m",
+                                   "it must be from one block to 16m",
                                    &value[i]);
                 return NGX_CONF_ERROR;
             }

@@ -114,13 +114,14 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_pfields[] = {
     { "inflight", "peer_inflight_requests", "gauge",
       "Requests sent to the peer and not finished." },
     { "queued_bytes", "peer_queued_bytes", "gauge",
-      "Prefill work queued on the peer, bytes of uncached prompt." },
+      "Prefill work of the requests in flight on the peer: their "
+      "uncached prompt plus 2048 bytes each." },
     { "blocks", "peer_blocks", "gauge",
       "Index blocks the peer is believed to hold." },
     { "requests", "peer_requests_total", "counter",
-      "Requests routed to the peer." },
+      "Attempts routed to the peer, retries included." },
     { "hits", "peer_hits_total", "counter",
-      "Requests routed to the peer while it held part of their prompt." }
+      "Attempts routed to the peer while it held part of their prompt." }
 };
 
 

@@ -152,7 +152,7 @@ invalid block size "block=65537", it must be from 16 to 64k bytes
 --- http_config eval: ::upstream("zone=llm:1m max_prefix=0", 1)
 --- must_die
 --- error_log
-invalid max_prefix "max_prefix=0", it must be from 1 byte to 16m
+invalid max_prefix "max_prefix=0", it must be from one block to 16m
 
 
 
@@ -160,7 +160,7 @@ invalid max_prefix "max_prefix=0", it must be from 1 byte to 16m
 --- http_config eval: ::upstream("zone=llm:1m max_prefix=17m", 1)
 --- must_die
 --- error_log
-invalid max_prefix "max_prefix=17m", it must be from 1 byte to 16m
+invalid max_prefix "max_prefix=17m", it must be from one block to 16m
 
 
 
@@ -168,7 +168,7 @@ invalid max_prefix "max_prefix=17m", it must be from 1 byte to 16m
 --- http_config eval: ::upstream("zone=llm:1m max_prefix=big", 1)
 --- must_die
 --- error_log
-invalid max_prefix "max_prefix=big", it must be from 1 byte to 16m
+invalid max_prefix "max_prefix=big", it must be from one block to 16m
 
 
 
