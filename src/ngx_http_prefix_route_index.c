@@ -35,6 +35,10 @@ static void ngx_http_prefix_route_index_orphans(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_worker_t *worker);
 
 
+/* this process, told apart from earlier ones of the same pid */
+static uint64_t  ngx_http_prefix_route_nonce;
+
+
 ngx_int_t
 ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
     ngx_slab_pool_t *shpool, ngx_http_prefix_route_index_t *old)
@@ -458,6 +462,18 @@ ngx_http_prefix_route_index_worker(ngx_http_prefix_route_index_t *idx)
         return worker;
     }
 
+    /*
+     * Set once in each process, kept across reloads: a record of this
+     * pid with another nonce is a dead process's whose pid came back.
+     * A process without a master keeps its record across a reload, with
+     * the requests of the old cycle still in it.
+     */
+
+    if (ngx_http_prefix_route_nonce == 0) {
+        ngx_http_prefix_route_nonce = ((uint64_t) ngx_time() << 32
+                                       ^ (uint64_t) ngx_random()) | 1;
+    }
+
     sh = idx->sh;
 
     for (q = ngx_queue_head(&sh->workers);
@@ -467,9 +483,11 @@ ngx_http_prefix_route_index_worker(ngx_http_prefix_route_index_t *idx)
         worker = ngx_queue_data(q, ngx_http_prefix_route_worker_t, queue);
 
         if (worker->pid == ngx_pid) {
-            /* a dead worker's record, as its pid is this one's now */
 
-            ngx_http_prefix_route_index_orphans(idx, worker);
+            if (worker->nonce != ngx_http_prefix_route_nonce) {
+                ngx_http_prefix_route_index_orphans(idx, worker);
+                worker->nonce = ngx_http_prefix_route_nonce;
+            }
 
             goto done;
         }
@@ -483,6 +501,7 @@ ngx_http_prefix_route_index_worker(ngx_http_prefix_route_index_t *idx)
     }
 
     ngx_queue_init(&worker->charges);
+    worker->nonce = ngx_http_prefix_route_nonce;
     worker->pid = ngx_pid;
     ngx_queue_insert_tail(&sh->workers, &worker->queue);
 

@@ -81,6 +81,8 @@ struct ngx_http_prefix_route_holder_s {
 struct ngx_http_prefix_route_worker_s {
     ngx_queue_t                      queue;     /* in sh->workers */
     ngx_queue_t                      charges;
+    uint64_t                         nonce;     /* tells processes of the
+                                                   same pid apart */
     ngx_pid_t                        pid;
 };
 
