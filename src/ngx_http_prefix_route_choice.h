@@ -56,9 +56,9 @@ typedef struct {
  * unless one sees its peer loaded beyond about 1.5 times the mean
  * (rendezvous hashing with bounded loads, Mirrokni, Thorup and
  * Zadimoghaddam, 2018; the bound was chosen with bench/, see
- * docs/design.md).  Otherwise, and when
- * no such candidate is found, candidates whose cost is within "slack"
- * bytes of the lowest are equal and the highest rank among them wins.
+ * docs/design.md).  Otherwise, and when no such candidate is found,
+ * candidates whose cost is within "slack" bytes of the lowest are equal
+ * and the highest rank among them wins.
  *
  * Sets c[i].cost of the usable candidates and returns the index of the
  * chosen one, or NGX_ERROR (-1) when none is usable.
