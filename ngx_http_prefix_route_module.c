@@ -12,7 +12,7 @@
 #include "ngx_http_prefix_route.h"
 #include "ngx_http_prefix_route_prompt.h"
 #include "ngx_http_prefix_route_hash.h"
-#include "ngx_http_prefix_route_choice.h"
+#include "ngx_http_prefix_route_load.h"
 #include "ngx_http_prefix_route_status.h"
 
 
@@ -29,6 +29,16 @@
  * (figures collected in docs/design.md, "Choosing a peer").
  */
 #define NGX_HTTP_PREFIX_ROUTE_REQUEST_COST  2048
+
+/*
+ * Holders the index lookup visits at most for an upstream of n servers:
+ * each server's deepest block, then a margin; a shared prefix held by
+ * most servers takes n (docs/design.md, "Bounded work").
+ */
+#define NGX_HTTP_PREFIX_ROUTE_VISITS(n)     (4 * (n) + 64)
+
+/* how often each worker looks for dead workers' load, ms */
+#define NGX_HTTP_PREFIX_ROUTE_SWEEP         1000
 
 /* the body is read from a temporary file in pieces this large */
 #define NGX_HTTP_PREFIX_ROUTE_READ_SIZE     65536
@@ -61,15 +71,10 @@ typedef struct {
     uint64_t                           *hash;        /* block chain */
     ngx_uint_t                          nblocks;
 
-    ngx_http_prefix_route_entry_t     **chain;
-    ngx_uint_t                         *held;        /* blocks per peer */
-    u_char                             *leaf;
-    ngx_http_prefix_route_candidate_t  *cand;
-
     /* the attempt under way, charged to the peer's queued work */
-    ngx_http_prefix_route_charge_t     *charge;
     ngx_http_prefix_route_peer_t       *sent;
-    double                              uncached;
+    ngx_uint_t                          cell;        /* load cell charged */
+    uint64_t                            uncached;    /* bytes */
     ngx_uint_t                          recorded[2]; /* blocks added to the
                                                         index for it */
 } ngx_http_prefix_route_ctx_t;
@@ -86,6 +91,11 @@ typedef struct {
 
 
 static ngx_int_t ngx_http_prefix_route_init_module(ngx_cycle_t *cycle);
+static ngx_int_t ngx_http_prefix_route_init_process(ngx_cycle_t *cycle);
+static void ngx_http_prefix_route_exit_process(ngx_cycle_t *cycle);
+static void ngx_http_prefix_route_sweep(ngx_event_t *ev);
+static void ngx_http_prefix_route_each(ngx_cycle_t *cycle,
+    void (*handler)(ngx_http_prefix_route_index_t *idx));
 static void *ngx_http_prefix_route_json_malloc(size_t size);
 static void ngx_http_prefix_route_json_free(void *p);
 static ngx_int_t ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
@@ -105,6 +115,9 @@ static ngx_http_upstream_rr_peer_t *ngx_http_prefix_route_pick(
     ngx_uint_t *chosen);
 static void ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
+static uint64_t ngx_http_prefix_route_clock(void);
+static void ngx_http_prefix_route_held(ngx_http_prefix_route_sh_t *sh,
+    uint64_t ns);
 
 static ngx_int_t ngx_http_prefix_route_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_prefix_route_check(ngx_conf_t *cf);
@@ -160,10 +173,10 @@ ngx_module_t  ngx_http_prefix_route_module = {
     NGX_HTTP_MODULE,                       /* module type */
     NULL,                                  /* init master */
     ngx_http_prefix_route_init_module,     /* init module */
-    NULL,                                  /* init process */
+    ngx_http_prefix_route_init_process,    /* init process */
     NULL,                                  /* init thread */
     NULL,                                  /* exit thread */
-    NULL,                                  /* exit process */
+    ngx_http_prefix_route_exit_process,    /* exit process */
     NULL,                                  /* exit master */
     NGX_MODULE_V1_PADDING
 };
@@ -184,6 +197,10 @@ ngx_str_t  ngx_http_prefix_route_status_names[] = {
 static size_t      ngx_http_prefix_route_json_left;
 static ngx_uint_t  ngx_http_prefix_route_json_limited;
 static ngx_uint_t  ngx_http_prefix_route_json_refused;
+
+/* the sweep timer; its connection only names it in debug logs */
+static ngx_event_t       ngx_http_prefix_route_sweep_event;
+static ngx_connection_t  ngx_http_prefix_route_sweep_conn;
 
 
 enum {
@@ -224,6 +241,91 @@ ngx_http_prefix_route_init_module(ngx_cycle_t *cycle)
                          ngx_http_prefix_route_json_free);
 
     return NGX_OK;
+}
+
+
+/*
+ * Each worker looks for dead workers' load on a timer of its own, so that
+ * no request pays for the kill() checks; the timer does not keep a worker
+ * that is shutting down.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_init_process(ngx_cycle_t *cycle)
+{
+    ngx_event_t  *ev;
+
+    if (ngx_process != NGX_PROCESS_WORKER
+        && ngx_process != NGX_PROCESS_SINGLE)
+    {
+        return NGX_OK;
+    }
+
+    ev = &ngx_http_prefix_route_sweep_event;
+    ev->handler = ngx_http_prefix_route_sweep;
+    ev->log = cycle->log;
+    ev->data = &ngx_http_prefix_route_sweep_conn;
+    ev->cancelable = 1;
+
+    ngx_http_prefix_route_sweep_conn.fd = (ngx_socket_t) -1;
+
+    ngx_add_timer(ev, NGX_HTTP_PREFIX_ROUTE_SWEEP);
+
+    return NGX_OK;
+}
+
+
+static void
+ngx_http_prefix_route_exit_process(ngx_cycle_t *cycle)
+{
+    ngx_http_prefix_route_each(cycle, ngx_http_prefix_route_load_release);
+}
+
+
+static void
+ngx_http_prefix_route_sweep(ngx_event_t *ev)
+{
+    ngx_http_prefix_route_each((ngx_cycle_t *) ngx_cycle,
+                               ngx_http_prefix_route_load_sweep);
+
+    if (!ngx_exiting && !ngx_quit && !ngx_terminate) {
+        ngx_add_timer(ev, NGX_HTTP_PREFIX_ROUTE_SWEEP);
+    }
+}
+
+
+/* calls "handler" with the zone of each prefix_route upstream of "cycle" */
+
+static void
+ngx_http_prefix_route_each(ngx_cycle_t *cycle,
+    void (*handler)(ngx_http_prefix_route_index_t *idx))
+{
+    ngx_uint_t                         i;
+    ngx_http_upstream_srv_conf_t     **uscfp;
+    ngx_http_upstream_main_conf_t     *umcf;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    umcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                               ngx_http_upstream_module);
+    if (umcf == NULL) {
+        return;
+    }
+
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+
+        if (uscfp[i]->srv_conf == NULL) {
+            continue;
+        }
+
+        prcf = ngx_http_conf_upstream_srv_conf(uscfp[i],
+                                               ngx_http_prefix_route_module);
+
+        if (prcf->shm_zone != NULL && prcf->index.sh != NULL) {
+            handler(&prcf->index);
+        }
+    }
 }
 
 
@@ -279,7 +381,7 @@ static ngx_int_t
 ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us)
 {
-    ngx_uint_t                         b, i;
+    ngx_uint_t                         b, i, n;
     ngx_http_upstream_rr_peer_t       *peer;
     ngx_http_upstream_rr_peers_t      *peers;
     ngx_http_prefix_route_srv_conf_t  *prcf;
@@ -298,6 +400,29 @@ ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
      */
 
     prcf->peers = us->peer.data;
+
+    /* a balancer call's scratch, sized for the longer list */
+
+    n = prcf->peers->number;
+
+    if (prcf->peers->next && prcf->peers->next->number > n) {
+        n = prcf->peers->next->number;
+    }
+
+    prcf->held = ngx_palloc(cf->pool, n * sizeof(ngx_uint_t));
+    prcf->leaf = ngx_pnalloc(cf->pool, n);
+    prcf->since = ngx_palloc(cf->pool, n * sizeof(ngx_msec_t));
+    prcf->cand = ngx_palloc(cf->pool,
+                            n * sizeof(ngx_http_prefix_route_candidate_t));
+    prcf->index.chain = ngx_palloc(cf->pool,
+                                   prcf->max_prefix / prcf->block
+                                   * sizeof(ngx_http_prefix_route_entry_t *));
+
+    if (prcf->held == NULL || prcf->leaf == NULL || prcf->since == NULL
+        || prcf->cand == NULL || prcf->index.chain == NULL)
+    {
+        return NGX_ERROR;
+    }
 
     for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
     {
@@ -319,32 +444,69 @@ ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
 }
 
 
+/*
+ * Sets up or takes over the zone, in limit_req's manner, and finds the
+ * servers' records in it.  Runs in the master on start and reload.
+ */
+
 static ngx_int_t
 ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
     ngx_http_prefix_route_srv_conf_t  *oprcf = data;
 
     size_t                             len;
-    ngx_uint_t                         b, i;
+    ngx_int_t                          rc;
+    ngx_uint_t                         b, i, nworkers;
+    ngx_core_conf_t                   *ccf;
     ngx_slab_pool_t                   *shpool;
     ngx_http_upstream_rr_peer_t       *peer;
     ngx_http_upstream_rr_peers_t      *peers;
+    ngx_http_prefix_route_sh_t        *sh;
     ngx_http_prefix_route_srv_conf_t  *prcf;
 
     prcf = shm_zone->data;
     shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
 
-    if (ngx_http_prefix_route_index_init(&prcf->index, shpool,
-                                         oprcf ? &oprcf->index : NULL)
-        != NGX_OK)
-    {
+    /*
+     * A worker slot for each worker process, and as many for the workers
+     * of the previous configuration still finishing their requests after
+     * a reload, plus two.
+     */
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(prcf->cycle->conf_ctx,
+                                           ngx_core_module);
+    nworkers = 2 * (ccf->master ? (ngx_uint_t) ccf->worker_processes : 1)
+               + 2;
+
+    if (oprcf == NULL && !shm_zone->shm.exists) {
+        shpool->data = NULL;
+    }
+
+    rc = ngx_http_prefix_route_index_init(&prcf->index, shpool,
+                                          oprcf ? &oprcf->index : NULL,
+                                          nworkers);
+
+    if (rc == NGX_DECLINED) {
+        ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                      "prefix_route zone \"%V\" was set up by another "
+                      "version of the module: change its name or size to "
+                      "start a new one", &shm_zone->shm.name);
+        return NGX_ERROR;
+    }
+
+    if (rc != NGX_OK) {
         ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
                       "prefix_route zone \"%V\" is too small",
                       &shm_zone->shm.name);
         return NGX_ERROR;
     }
 
-    if (oprcf == NULL && shpool->log_ctx == NULL) {
+    sh = prcf->index.sh;
+
+    if (oprcf == NULL && !shm_zone->shm.exists) {
+
+        /* a new zone: slab errors name it */
+
         len = sizeof(" in prefix_route zone \"\"") + shm_zone->shm.name.len;
 
         shpool->log_ctx = ngx_slab_alloc(shpool, len);
@@ -354,6 +516,13 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
         ngx_sprintf(shpool->log_ctx, " in prefix_route zone \"%V\"%Z",
                     &shm_zone->shm.name);
+
+    } else if (sh->nworkers < nworkers) {
+        ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
+                      "prefix_route zone \"%V\" keeps load apart for %ui "
+                      "worker processes, %ui are wanted: the others share "
+                      "one count until the zone's size or name changes",
+                      &shm_zone->shm.name, sh->nworkers, nworkers);
     }
 
     /* peers are found by name: affinity survives a reload */
@@ -370,6 +539,29 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                               "prefix_route zone \"%V\" has no room for "
                               "server %V, it is balanced by load only",
                               &shm_zone->shm.name, &peer->name);
+            }
+        }
+    }
+
+    /* each list's position of a peer slot, for the index lookup */
+
+    prcf->npos = sh->npeers;
+
+    for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
+    {
+        prcf->pos[b] = ngx_palloc(prcf->cycle->pool,
+                                  (prcf->npos + 1) * sizeof(ngx_uint_t));
+        if (prcf->pos[b] == NULL) {
+            return NGX_ERROR;
+        }
+
+        for (i = 0; i <= prcf->npos; i++) {
+            prcf->pos[b][i] = peers->number;
+        }
+
+        for (i = 0; i < peers->number; i++) {
+            if (prcf->shared[b][i] != NULL) {
+                prcf->pos[b][prcf->shared[b][i]->slot] = i;
             }
         }
     }
@@ -432,7 +624,6 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     size_t                             max, budget;
     json_t                            *root;
     ngx_int_t                          rc;
-    ngx_uint_t                         n;
     ngx_chain_t                       *cl;
     json_error_t                       err;
     ngx_http_request_body_t           *rb;
@@ -526,23 +717,9 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     }
 
     max = prcf->max_prefix / prcf->block;
-    n = prcf->peers->number;
-
-    if (prcf->peers->next && prcf->peers->next->number > n) {
-        n = prcf->peers->next->number;
-    }
 
     ctx->hash = ngx_palloc(r->pool, max * sizeof(uint64_t));
-    ctx->chain = ngx_palloc(r->pool,
-                            max * sizeof(ngx_http_prefix_route_entry_t *));
-    ctx->held = ngx_palloc(r->pool, n * sizeof(ngx_uint_t));
-    ctx->leaf = ngx_pnalloc(r->pool, n);
-    ctx->cand = ngx_palloc(r->pool,
-                           n * sizeof(ngx_http_prefix_route_candidate_t));
-
-    if (ctx->hash == NULL || ctx->chain == NULL || ctx->held == NULL
-        || ctx->leaf == NULL || ctx->cand == NULL)
-    {
+    if (ctx->hash == NULL) {
         return;
     }
 
@@ -740,7 +917,9 @@ failed:
  * list) by the cost model, charges the request's prefill work to the
  * chosen one and records the prefix as held by it.  Returns the chosen
  * server and its position in the list, or NULL when none is usable.  The
- * caller holds the peers lock; the zone mutex is taken inside it.
+ * caller holds the peers lock; the zone mutex is taken inside it twice,
+ * for the lookup and for the record, and what needs no lock is done
+ * outside: usability, ranks, decays and the choice itself.
  */
 
 static ngx_http_upstream_rr_peer_t *
@@ -749,43 +928,36 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 {
     time_t                              now;
     size_t                              longest;
-    uint64_t                           *id;
+    uint64_t                           *id, t, hold;
     uintptr_t                           m;
     ngx_int_t                           k;
     ngx_msec_t                          msec;
-    ngx_uint_t                          i, n, d;
+    ngx_uint_t                          i, n, b, held;
     ngx_slab_pool_t                    *shpool;
     ngx_http_upstream_rr_peer_t        *peer, *best;
     ngx_http_prefix_route_peer_t      **shared, *sp;
+    ngx_http_prefix_route_index_t      *idx;
     ngx_http_prefix_route_srv_conf_t   *prcf;
     ngx_http_prefix_route_candidate_t  *c;
 
     prcf = ctx->conf;
-    shared = prcf->shared[ctx->backup];
-    id = prcf->id[ctx->backup];
-    shpool = prcf->index.shpool;
+    idx = &prcf->index;
+    b = ctx->backup;
+    shared = prcf->shared[b];
+    id = prcf->id[b];
+    shpool = idx->shpool;
 
     now = ngx_time();
     msec = ngx_current_msec;
-    longest = 0;
 
-    ngx_shmtx_lock(&shpool->mutex);
-
-    ngx_http_prefix_route_index_sweep(&prcf->index);
-
-    d = ngx_http_prefix_route_index_match(&prcf->index, ctx->hash,
-                                          ctx->nblocks, ctx->chain, shared,
-                                          peers->number, ctx->held,
-                                          ctx->leaf);
+    /* collect: the usability rules of round robin, and the ranks */
 
     for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
 
-        c = &ctx->cand[i];
+        c = &prcf->cand[i];
 
         n = i / (8 * sizeof(uintptr_t));
         m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
-
-        /* the usability rules of round robin */
 
         c->usable = !(ctx->rrp.tried[n] & m)
                     && !peer->down
@@ -794,34 +966,63 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                          && now - peer->checked <= peer->fail_timeout)
                     && !(peer->max_conns && peer->conns >= peer->max_conns);
 
-        c->match = ctx->held[i] * prcf->block;
-        c->sticky = ctx->leaf[i];
         c->weight = peer->weight;
         c->rank = ngx_http_prefix_route_hash((u_char *) &id[i],
                                              sizeof(uint64_t), ctx->key);
+    }
+
+    /* match, and a snapshot of the servers' load */
+
+    t = ngx_http_prefix_route_clock();
+    ngx_shmtx_lock(&shpool->mutex);
+
+    (void) ngx_http_prefix_route_index_match(idx, ctx->hash, ctx->nblocks,
+                                   prcf->pos[b], prcf->npos, peers->number,
+                                   NGX_HTTP_PREFIX_ROUTE_VISITS(peers->number),
+                                   prcf->held, prcf->leaf);
+
+    for (i = 0; i < peers->number; i++) {
         sp = shared[i];
+        c = &prcf->cand[i];
 
         if (sp != NULL) {
-            c->queued = sp->queued;
-            c->recent = ngx_http_prefix_route_decay(sp->recent,
-                                                    msec - sp->recent_time,
-                                                    prcf->decay);
+            c->queued = (double) sp->queued;
+            c->recent = sp->recent;
+            prcf->since[i] = sp->recent_time;
 
         } else {
             c->queued = 0;
             c->recent = 0;
+            prcf->since[i] = msec;
         }
+    }
+
+    ngx_shmtx_unlock(&shpool->mutex);
+    hold = ngx_http_prefix_route_clock() - t;
+
+    /* choose */
+
+    longest = 0;
+
+    for (i = 0; i < peers->number; i++) {
+        c = &prcf->cand[i];
+
+        c->match = prcf->held[i] * prcf->block;
+        c->sticky = prcf->leaf[i];
+        c->recent = ngx_http_prefix_route_load_recent(c->recent,
+                                                      prcf->since[i], msec,
+                                                      prcf->decay);
 
         if (c->usable && c->match > longest) {
             longest = c->match;
         }
     }
 
-    k = ngx_http_prefix_route_choose(ctx->cand, peers->number, ctx->len,
+    k = ngx_http_prefix_route_choose(prcf->cand, peers->number, ctx->len,
                                      prcf->affinity, prcf->block);
 
     if (k == NGX_ERROR) {
-        ngx_shmtx_unlock(&shpool->mutex);
+        ngx_http_prefix_route_held(idx->sh, hold);
         return NULL;
     }
 
@@ -829,7 +1030,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         best = best->next;
     }
 
-    c = &ctx->cand[k];
+    c = &prcf->cand[k];
     sp = shared[k];
 
     ctx->match = c->match;
@@ -844,10 +1045,17 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
     }
 
+    /* record: the charge and the prefix, on the chosen server */
+
     if (sp != NULL) {
         ctx->sent = sp;
-        ctx->uncached = (double) (ctx->len - c->match);
-        ctx->charge = ngx_http_prefix_route_index_charge(&prcf->index, sp,
+        ctx->uncached = ctx->len - c->match;
+        held = prcf->held[k];
+
+        t = ngx_http_prefix_route_clock();
+        ngx_shmtx_lock(&shpool->mutex);
+
+        ctx->cell = ngx_http_prefix_route_load_charge(idx, sp,
                               ctx->uncached
                               + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
         sp->requests++;
@@ -856,14 +1064,16 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
             sp->hits++;
         }
 
-        ctx->recorded[0] = ctx->held[k];
-        ctx->recorded[1] = ngx_http_prefix_route_index_update(&prcf->index,
-                                           ctx->hash, ctx->nblocks,
-                                           ctx->chain, d, sp,
-                                           prcf->capacity / prcf->block);
+        ctx->recorded[1] = ngx_http_prefix_route_index_record(idx,
+                                         ctx->hash, ctx->nblocks, &held, sp,
+                                         prcf->capacity / prcf->block);
+        ctx->recorded[0] = held;
+
+        ngx_shmtx_unlock(&shpool->mutex);
+        hold += ngx_http_prefix_route_clock() - t;
     }
 
-    ngx_shmtx_unlock(&shpool->mutex);
+    ngx_http_prefix_route_held(idx->sh, hold);
 
     *chosen = k;
 
@@ -878,43 +1088,67 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
     ngx_http_prefix_route_ctx_t  *ctx = data;
 
     ngx_msec_t                     msec;
-    ngx_slab_pool_t               *shpool;
+    ngx_http_prefix_route_index_t *idx;
     ngx_http_prefix_route_peer_t  *sp;
 
     sp = ctx->sent;
 
     if (sp != NULL) {
-        shpool = ctx->conf->index.shpool;
+        idx = &ctx->conf->index;
         msec = ngx_current_msec;
 
-        ngx_shmtx_lock(&shpool->mutex);
+        ngx_shmtx_lock(&idx->shpool->mutex);
 
-        if (ctx->charge != NULL) {
-            ngx_http_prefix_route_index_discharge(&ctx->conf->index,
-                                                  ctx->charge);
-            ctx->charge = NULL;
-        }
+        ngx_http_prefix_route_load_discharge(idx, sp, ctx->cell,
+                              ctx->uncached
+                              + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
 
         if (state & NGX_PEER_FAILED) {
             /* the peer may never have received the prompt */
-            ngx_http_prefix_route_index_forget(&ctx->conf->index, ctx->hash,
+            ngx_http_prefix_route_index_forget(idx, ctx->hash,
                                                ctx->recorded[0],
                                                ctx->recorded[1], sp);
 
         } else {
-            sp->recent = ngx_http_prefix_route_decay(sp->recent,
-                                                     msec - sp->recent_time,
-                                                     ctx->conf->decay)
-                         + ctx->uncached;
-            sp->recent_time = msec;
+            ngx_http_prefix_route_load_finish(sp, ctx->uncached, msec,
+                                              ctx->conf->decay);
         }
 
-        ngx_shmtx_unlock(&shpool->mutex);
+        ngx_shmtx_unlock(&idx->shpool->mutex);
 
         ctx->sent = NULL;
     }
 
     ngx_http_upstream_free_round_robin_peer(pc, &ctx->rrp, state);
+}
+
+
+/*
+ * A monotonic clock in ns, for the zone mutex hold time, and the log2
+ * bucket of a hold time counted in the zone (lock_hold in the status).
+ */
+
+static uint64_t
+ngx_http_prefix_route_clock(void)
+{
+    struct timespec  ts;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (uint64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+
+static void
+ngx_http_prefix_route_held(ngx_http_prefix_route_sh_t *sh, uint64_t ns)
+{
+    ngx_uint_t  k;
+
+    for (k = 0; ns > 1 && k < 31; k++) {
+        ns >>= 1;
+    }
+
+    (void) ngx_atomic_fetch_add(&sh->lock_ns[k], 1);
 }
 
 
@@ -1313,6 +1547,7 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     prcf->shm_zone->init = ngx_http_prefix_route_init_zone;
     prcf->shm_zone->data = prcf;
+    prcf->cycle = cf->cycle;
 
     uscf->peer.init_upstream = ngx_http_prefix_route_init_upstream;
 

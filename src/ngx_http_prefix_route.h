@@ -13,6 +13,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_prefix_route_index.h"
+#include "ngx_http_prefix_route_choice.h"
 
 
 /* $prefix_route_status values, also the keys of the request counters */
@@ -29,6 +30,7 @@ typedef enum {
 typedef struct {
     ngx_shm_zone_t                     *shm_zone;
     ngx_http_prefix_route_index_t       index;
+    ngx_cycle_t                        *cycle;       /* its worker_processes */
 
     size_t                              block;       /* bytes */
     size_t                              max_prefix;  /* bytes */
@@ -40,6 +42,16 @@ typedef struct {
     ngx_http_upstream_rr_peers_t       *peers;
     ngx_http_prefix_route_peer_t      **shared[2];   /* records in zone */
     uint64_t                           *id[2];       /* hashes of names */
+
+    /* position in each list by the zone's peer slot; npeers: none */
+    ngx_uint_t                         *pos[2];
+    ngx_uint_t                          npos;
+
+    /* a balancer call's scratch, for the longer list */
+    ngx_uint_t                         *held;        /* blocks per peer */
+    u_char                             *leaf;
+    ngx_msec_t                         *since;       /* recent work's time */
+    ngx_http_prefix_route_candidate_t  *cand;
 } ngx_http_prefix_route_srv_conf_t;
 
 

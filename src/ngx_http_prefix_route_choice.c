@@ -128,11 +128,15 @@ ngx_http_prefix_route_top(ngx_http_prefix_route_candidate_t *c,
 
 
 double
-ngx_http_prefix_route_decay(double work, ngx_msec_t elapsed,
+ngx_http_prefix_route_decay(double work, ngx_msec_int_t elapsed,
     ngx_msec_t half_life)
 {
     if (half_life == 0) {
         return 0;
+    }
+
+    if (elapsed <= 0) {
+        return work;
     }
 
     return work * exp2(-(double) elapsed / half_life);

@@ -69,8 +69,10 @@ ngx_int_t ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
 /*
  * Work "work" remembered "elapsed" ms ago with a half-life of "half_life"
  * ms: work * 2^(-elapsed / half_life).  A half_life of 0 forgets at once.
+ * A negative "elapsed" (a time stamped by another worker, whose cached
+ * clock is a little ahead) counts as 0.
  */
-double ngx_http_prefix_route_decay(double work, ngx_msec_t elapsed,
+double ngx_http_prefix_route_decay(double work, ngx_msec_int_t elapsed,
     ngx_msec_t half_life);
 
 

@@ -9,6 +9,7 @@
 #include <ngx_http.h>
 
 #include "ngx_http_prefix_route.h"
+#include "ngx_http_prefix_route_load.h"
 #include "ngx_http_prefix_route_status.h"
 
 
@@ -33,6 +34,8 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_U_HOLDERS,
     NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS,
     NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN,
+    NGX_HTTP_PREFIX_ROUTE_U_INDEX_BYTES,
+    NGX_HTTP_PREFIX_ROUTE_U_CAPPED,
     NGX_HTTP_PREFIX_ROUTE_U_PROMPT,
     NGX_HTTP_PREFIX_ROUTE_U_MATCHED,
     NGX_HTTP_PREFIX_ROUTE_U_N
@@ -69,6 +72,8 @@ typedef struct {
     ngx_str_t                         *zone;
     uint64_t                           v[NGX_HTTP_PREFIX_ROUTE_U_N];
     uint64_t                           requests[NGX_HTTP_PREFIX_ROUTE_NSTATUS];
+    uint64_t                           lock[32];  /* log2 buckets of ns */
+    ngx_int_t                          errors;    /* index check, -1: none */
     ngx_uint_t                         npeers;
     ngx_http_prefix_route_peer_stat_t *peers;
 } ngx_http_prefix_route_stat_t;
@@ -103,6 +108,11 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
       "Index holders dropped to free zone memory." },
     { "forgotten", "forgotten_total", "counter",
       "Index holders dropped beyond a peer's capacity." },
+    { "index_bytes", "index_bytes", "gauge",
+      "Zone memory the index's blocks and (block, peer) pairs take, "
+      "bytes." },
+    { "capped", "lookups_capped_total", "counter",
+      "Index lookups that stopped at their bound of holders visited." },
     { "prompt_bytes", "prompt_bytes_total", "counter",
       "Bytes of canonical prompt considered." },
     { "matched_bytes", "matched_bytes_total", "counter",
@@ -246,7 +256,8 @@ static ngx_int_t
 ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
     ngx_array_t *stats, size_t *size)
 {
-    ngx_uint_t                         i, k, n;
+    ngx_str_t                          arg;
+    ngx_uint_t                         i, k, n, check;
     ngx_slab_pool_t                   *shpool;
     ngx_http_prefix_route_sh_t        *sh;
     ngx_http_prefix_route_stat_t      *st;
@@ -265,6 +276,9 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
     }
 
     *size = 16 * 256 + sizeof(NGX_HTTP_PREFIX_ROUTE_HTML_HEAD);
+
+    /* "check": the index is walked and checked, O(its size) */
+    check = (ngx_http_arg(r, (u_char *) "check", 5, &arg) == NGX_OK);
 
     for (i = 0; i < umcf->upstreams.nelts; i++) {
 
@@ -297,13 +311,18 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         }
 
         *size += 16 * (128 + NGX_INT64_LEN
-                       + 6 * (st->name->len + st->zone->len));
+                       + 6 * (st->name->len + st->zone->len))
+                 + 32 * (NGX_ATOMIC_T_LEN + 1) + 64;
 
         sh = prcf->index.sh;
         shpool = prcf->index.shpool;
 
         for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_NSTATUS; k++) {
             st->requests[k] = sh->requests[k];
+        }
+
+        for (k = 0; k < 32; k++) {
+            st->lock[k] = sh->lock_ns[k];
         }
 
         st->v[NGX_HTTP_PREFIX_ROUTE_U_PROMPT] = sh->prompt_bytes;
@@ -317,11 +336,15 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
 
         peers = uscfp[i]->peer.data;
 
+        /* no figure shows the requests of a worker killed meanwhile */
+        ngx_http_prefix_route_load_sweep(&prcf->index);
+
         ngx_http_upstream_rr_peers_rlock(peers);
         ngx_shmtx_lock(&shpool->mutex);
 
-        /* no figure shows the requests of a worker killed meanwhile */
-        ngx_http_prefix_route_index_sweep(&prcf->index);
+        st->errors = check ? ngx_http_prefix_route_index_check(&prcf->index,
+                                                    r->pool, r->connection->log)
+                           : -1;
 
         st->v[NGX_HTTP_PREFIX_ROUTE_U_USED] =
                       (uint64_t) ((shpool->end - shpool->start) / ngx_pagesize
@@ -330,6 +353,10 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_HOLDERS] = sh->holders;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS] = sh->evictions;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN] = sh->forgotten;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_CAPPED] = sh->capped;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_INDEX_BYTES] =
+                       sh->entries * ngx_http_prefix_route_index_entry_size()
+                       + sh->holders * ngx_http_prefix_route_index_holder_size();
 
         ngx_http_prefix_route_status_peers(prcf, peers, st, size);
 
@@ -388,7 +415,7 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
 
             if (sp != NULL) {
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_INFLIGHT] = sp->inflight;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_QUEUED] = (uint64_t) sp->queued;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_QUEUED] = sp->queued;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS] = sp->blocks;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS] = sp->requests;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_HITS] = sp->hits;
@@ -430,7 +457,19 @@ ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
                             st[i].requests[k]);
         }
 
-        p = ngx_sprintf(p, "},\"peers\":[");
+        p = ngx_sprintf(p, "},\"lock_hold_ns_log2\":[");
+
+        for (k = 0; k < 32; k++) {
+            p = ngx_sprintf(p, "%s%uL", k ? "," : "", st[i].lock[k]);
+        }
+
+        *p++ = ']';
+
+        if (st[i].errors >= 0) {
+            p = ngx_sprintf(p, ",\"index_errors\":%i", st[i].errors);
+        }
+
+        p = ngx_sprintf(p, ",\"peers\":[");
 
         for (n = 0; n < st[i].npeers; n++) {
             ps = &st[i].peers[n];

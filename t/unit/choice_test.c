@@ -139,6 +139,7 @@ static void
 test_choice(void)
 {
     double                             d;
+    ngx_msec_t                         now, then;
     ngx_int_t                          k;
     ngx_http_prefix_route_candidate_t  c[4];
 
@@ -278,4 +279,15 @@ test_choice(void)
 
     d = ngx_http_prefix_route_decay(1000, 10, 0);
     test_ok(d == 0, "decay=0 forgets at once");
+
+    /*
+     * Work stamped by another worker whose cached clock is 1 ms ahead:
+     * the elapsed time is negative, and the work is not lost (issue F4:
+     * unsigned arithmetic wrapped and decayed it to 0).
+     */
+
+    then = 1000001;
+    now = 1000000;
+    d = ngx_http_prefix_route_decay(1000, (ngx_msec_int_t) (now - then), 5000);
+    test_ok(d == 1000, "a time 1 ms ahead (another worker's) keeps the work");
 }
