@@ -124,6 +124,23 @@ $(BUILD)/unit/%: t/unit/%.c src/*.c src/*.h $(NGX_BUILD)/objs/Makefile
 	    src/ngx_http_prefix_route_hash.c src/ngx_http_prefix_route_choice.c \
 	    -ljansson -lxxhash -lm
 
+# the index test links nginx's own slab allocator, red-black tree, shared
+# mutex and pools, from nginx's source (nginx-dev has headers only)
+NGX_ORIG =      $(BUILD)/nginx-orig
+NGX_ORIG_SRCS = $(addprefix $(NGX_ORIG)/src/, core/ngx_slab.c \
+                core/ngx_rbtree.c core/ngx_shmtx.c core/ngx_palloc.c \
+                core/ngx_string.c os/unix/ngx_alloc.c)
+
+$(NGX_ORIG)/src/core/ngx_slab.c:
+	t/unit/nginx-source $(NGX_ORIG) $(NGINX_SRC)
+
+$(BUILD)/unit/index_test: t/unit/index_test.c src/*.c src/*.h \
+                          $(NGX_BUILD)/objs/Makefile $(NGX_ORIG)/src/core/ngx_slab.c
+	mkdir -p $(BUILD)/unit
+	$(CC) $(UNIT_CFLAGS) -o $@ $< src/ngx_http_prefix_route_index.c \
+	    src/ngx_http_prefix_route_load.c src/ngx_http_prefix_route_choice.c \
+	    $(NGX_ORIG_SRCS) -lm
+
 # prove exits 0 when it finds no test: that is a failure here
 PROVE =         set -o pipefail; prove
 

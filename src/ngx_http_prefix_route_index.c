@@ -529,7 +529,10 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
     nu = 0;
     kids = 0;
 
-    for (node = ngx_rbtree_min(sh->rbtree.root, sh->rbtree.sentinel);
+    node = (sh->rbtree.root == sh->rbtree.sentinel)
+           ? NULL : ngx_rbtree_min(sh->rbtree.root, sh->rbtree.sentinel);
+
+    for ( /* void */ ;
          node != NULL && ne <= sh->entries;
          node = ngx_rbtree_next(&sh->rbtree, node))
     {
@@ -619,7 +622,10 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 
     kids = 0;
 
-    for (node = ngx_rbtree_min(sh->rbtree.root, sh->rbtree.sentinel);
+    node = (sh->rbtree.root == sh->rbtree.sentinel)
+           ? NULL : ngx_rbtree_min(sh->rbtree.root, sh->rbtree.sentinel);
+
+    for ( /* void */ ;
          node != NULL && kids <= ne;
          node = ngx_rbtree_next(&sh->rbtree, node))
     {

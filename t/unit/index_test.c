@@ -1,0 +1,492 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+/*
+ * Unit test of the prefix index (src/ngx_http_prefix_route_index.c) and
+ * of load accounting (src/ngx_http_prefix_route_load.c) on nginx's own
+ * slab allocator, red-black tree and shared mutex, in a zone mapped here
+ * as nginx maps one; TAP output.  After each step the index's own
+ * consistency check must find nothing.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <stdio.h>
+#include <sys/wait.h>
+
+#include "ngx_http_prefix_route_index.h"
+#include "ngx_http_prefix_route_load.h"
+
+
+#define TEST_MAX_BLOCKS  1024
+
+
+static void test_ok(ngx_uint_t ok, const char *name);
+static void test_zone(size_t size, ngx_uint_t npeers);
+static void test_chain(uint64_t *hash, ngx_uint_t tag, ngx_uint_t n);
+static ngx_uint_t test_match(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer);
+static ngx_uint_t test_record(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer,
+    ngx_uint_t capacity);
+static ngx_int_t test_check(void);
+void ngx_debug_point(void);
+static void test_pressure(void);
+static void test_pinning(void);
+static void test_lru(void);
+static void test_forget(void);
+static void test_shared_prefix(void);
+static void test_load(void);
+
+
+/* what nginx's objects linked here expect of the rest of nginx */
+ngx_pid_t               ngx_pid;
+ngx_int_t               ngx_ncpu = 1;
+volatile ngx_cycle_t   *ngx_cycle;
+volatile ngx_time_t    *ngx_cached_time;
+ngx_int_t               ngx_debug_points;
+
+
+static ngx_uint_t                      test_n, test_failed;
+static ngx_log_t                       test_log;
+static ngx_pool_t                     *test_pool;
+static ngx_cycle_t                     test_cycle;
+static ngx_time_t                      test_time;
+
+static ngx_slab_pool_t                *zone;
+static ngx_http_prefix_route_index_t   idx;
+static ngx_http_prefix_route_peer_t   *peers[64];
+static ngx_uint_t                      pos[64];
+static ngx_uint_t                      npeers;
+
+
+int
+main(void)
+{
+    ngx_pid = getpid();
+    ngx_pagesize = getpagesize();
+
+    for (ngx_pagesize_shift = 0;
+         (ngx_uint_t) 1 << ngx_pagesize_shift < ngx_pagesize;
+         ngx_pagesize_shift++)
+    {
+        /* void */
+    }
+
+    ngx_slab_sizes_init();
+
+    test_log.log_level = NGX_LOG_WARN;
+    test_log.file = NULL;
+    test_cycle.log = &test_log;
+    ngx_cycle = &test_cycle;
+    ngx_cached_time = &test_time;
+
+    test_pool = ngx_create_pool(16384, &test_log);
+    if (test_pool == NULL) {
+        return 1;
+    }
+
+    test_pressure();
+    test_pinning();
+    test_lru();
+    test_forget();
+    test_shared_prefix();
+    test_load();
+
+    printf("1..%u\n", (unsigned) test_n);
+
+    return test_failed ? 1 : 0;
+}
+
+
+void
+ngx_debug_point(void)
+{
+    abort();
+}
+
+
+/* nginx's logger, reduced to stderr */
+
+void
+ngx_log_error_core(ngx_uint_t level, ngx_log_t *log, ngx_err_t err,
+    const char *fmt, ...)
+{
+    u_char   buf[1024], *p;
+    va_list  args;
+
+    va_start(args, fmt);
+    p = ngx_vslprintf(buf, buf + sizeof(buf) - 1, fmt, args);
+    va_end(args);
+
+    *p = '\0';
+    fprintf(stderr, "# log: %s\n", buf);
+}
+
+
+static void
+test_ok(ngx_uint_t ok, const char *name)
+{
+    test_n++;
+
+    if (!ok) {
+        test_failed++;
+    }
+
+    printf("%s %u - %s\n", ok ? "ok" : "not ok", (unsigned) test_n, name);
+}
+
+
+/*
+ * A zone of "size" bytes set up as ngx_init_zone_pool() does, with the
+ * index in it and "npeers" peers at positions 0 .. npeers - 1.
+ */
+
+static void
+test_zone(size_t size, ngx_uint_t npeers_)
+{
+    u_char      name[16];
+    ngx_str_t   s;
+    ngx_uint_t  i;
+
+    zone = mmap(NULL, size, PROT_READ|PROT_WRITE, MAP_ANON|MAP_SHARED, -1, 0);
+    if (zone == MAP_FAILED) {
+        fprintf(stderr, "mmap failed\n");
+        exit(1);
+    }
+
+    zone->end = (u_char *) zone + size;
+    zone->min_shift = 3;
+    zone->addr = zone;
+
+    if (ngx_shmtx_create(&zone->mutex, &zone->lock, NULL) != NGX_OK) {
+        exit(1);
+    }
+
+    ngx_slab_init(zone);
+
+    ngx_memzero(&idx, sizeof(idx));
+    idx.chain = ngx_palloc(test_pool,
+                           TEST_MAX_BLOCKS * sizeof(void *));
+
+    if (ngx_http_prefix_route_index_init(&idx, zone, NULL, 4) != NGX_OK) {
+        fprintf(stderr, "index init failed\n");
+        exit(1);
+    }
+
+    npeers = npeers_;
+
+    for (i = 0; i < npeers; i++) {
+        s.data = name;
+        s.len = ngx_sprintf(name, "peer%ui", i) - name;
+        peers[i] = ngx_http_prefix_route_index_peer(&idx, &s);
+        pos[peers[i]->slot] = i;
+    }
+}
+
+
+/* the block hashes of prompt "tag": distinct from the first block on */
+
+static void
+test_chain(uint64_t *hash, ngx_uint_t tag, ngx_uint_t n)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < n; i++) {
+        hash[i] = (uint64_t) tag * 1000003 + i * 7919 + 1;
+    }
+}
+
+
+/* blocks of prompt "tag" (n blocks) the peer at "peer" is found to hold */
+
+static ngx_uint_t
+test_match(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer)
+{
+    u_char      leaf[64];
+    uint64_t    hash[TEST_MAX_BLOCKS];
+    ngx_uint_t  match[64];
+
+    test_chain(hash, tag, n);
+
+    (void) ngx_http_prefix_route_index_match(&idx, hash, n, pos, npeers,
+                                             npeers, 4 * npeers + 64,
+                                             match, leaf);
+    return match[peer];
+}
+
+
+static ngx_uint_t
+test_record(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer,
+    ngx_uint_t capacity)
+{
+    uint64_t    hash[TEST_MAX_BLOCKS];
+    ngx_uint_t  held;
+
+    test_chain(hash, tag, n);
+    held = test_match(tag, n, peer);
+
+    return ngx_http_prefix_route_index_record(&idx, hash, n, &held,
+                                              peers[peer], capacity);
+}
+
+
+static ngx_int_t
+test_check(void)
+{
+    return ngx_http_prefix_route_index_check(&idx, test_pool, &test_log);
+}
+
+
+/* a small zone flooded with distinct prompts keeps the newest, whole */
+
+static void
+test_pressure(void)
+{
+    ngx_uint_t  i, bad, held;
+
+    test_zone(64 * 1024, 3);
+
+    bad = 0;
+
+    for (i = 1; i <= 2000; i++) {
+        (void) test_record(i, 20, i % 3, 0);
+
+        if (i % 100 == 0 && test_check() != 0) {
+            bad++;
+        }
+    }
+
+    test_ok(bad == 0, "pressure: the index is consistent throughout");
+    test_ok(idx.sh->evictions > 0, "pressure: the zone evicted");
+
+    held = test_match(2000, 20, 2000 % 3);
+    test_ok(held == 20, "pressure: the newest prompt is held whole");
+
+    held = test_match(1, 20, 1);
+    test_ok(held == 0, "pressure: the first prompt is forgotten");
+}
+
+
+/*
+ * A prompt longer than the zone can hold, recorded again and again among
+ * others: the record never frees the chain it works on (issue F1), so it
+ * is recorded in part and the index stays sound.
+ */
+
+static void
+test_pinning(void)
+{
+    ngx_uint_t  i, n, again;
+
+    test_zone(64 * 1024, 2);
+
+    n = test_record(7, 1000, 0, 0);
+    test_ok(n > 0 && n < 1000, "pinning: a prompt larger than the zone is "
+            "recorded in part");
+    test_ok(test_check() == 0, "pinning: consistent after it");
+
+    for (i = 0; i < 50; i++) {
+        (void) test_record(100 + i, 30, 1, 0);
+    }
+
+    again = test_record(7, 1000, 0, 0);
+    test_ok(again > 0, "pinning: recorded again after the zone filled");
+    test_ok(test_check() == 0, "pinning: consistent after it");
+
+    again = test_record(7, 1000, 1, 0);
+    test_ok(test_check() == 0, "pinning: consistent after another peer");
+    test_ok(test_match(7, 1000, 1) == again,
+            "pinning: the match is what was recorded");
+}
+
+
+/* the least recently used prompt goes first; a peer's capacity holds */
+
+static void
+test_lru(void)
+{
+    ngx_uint_t  i;
+
+    test_zone(1024 * 1024, 2);
+
+    (void) test_record(1, 10, 0, 0);
+    (void) test_record(2, 10, 0, 0);
+    (void) test_record(1, 10, 0, 0);
+
+    /* capacity 25 blocks: a third prompt pushes out the older, prompt 2 */
+    (void) test_record(3, 10, 0, 25);
+
+    test_ok(test_match(1, 10, 0) == 10, "lru: the prompt used again stays");
+    test_ok(test_match(3, 10, 0) == 10, "lru: the newest prompt stays");
+    test_ok(test_match(2, 10, 0) == 5,
+            "lru: the older prompt loses its deepest blocks first");
+    test_ok(peers[0]->blocks == 25, "lru: the peer keeps its capacity");
+    test_ok(test_check() == 0, "lru: consistent");
+
+    for (i = 0; i < 10; i++) {
+        (void) test_record(1, 10, 1, 0);
+    }
+
+    test_ok(test_match(1, 10, 1) == 10 && peers[1]->blocks == 10,
+            "lru: recording a held prompt again adds nothing");
+
+    /* the check sees a miscount */
+
+    peers[1]->blocks++;
+    test_ok(test_check() > 0, "check: a peer's miscounted blocks are found");
+    peers[1]->blocks--;
+}
+
+
+/* a failed attempt takes back what it added, not what came later */
+
+static void
+test_forget(void)
+{
+    uint64_t    hash[TEST_MAX_BLOCKS];
+    ngx_uint_t  n, m;
+
+    test_zone(1024 * 1024, 2);
+
+    /* prompt 5's first 10 blocks held, then its 20 sent and failed */
+
+    (void) test_record(5, 10, 0, 0);
+    n = test_record(5, 20, 0, 0);
+    test_chain(hash, 5, 20);
+    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0]);
+
+    test_ok(test_match(5, 20, 0) == 10, "forget: back to the 10 blocks held "
+            "before");
+    test_ok(test_check() == 0, "forget: consistent");
+
+    /* blocks 10-19 sent, then 10-29 by a later request, then the first fails */
+
+    n = test_record(5, 20, 0, 0);
+    m = test_record(5, 30, 0, 0);
+    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0]);
+
+    test_ok(m == 30 && test_match(5, 30, 0) == 30,
+            "forget: a longer prefix recorded since is kept whole");
+    test_ok(test_check() == 0, "forget: consistent");
+
+    test_chain(hash, 5, 30);
+    ngx_http_prefix_route_index_forget(&idx, hash, 0, 30, peers[0]);
+
+    test_ok(test_match(5, 30, 0) == 0 && idx.sh->holders == 0
+            && idx.sh->entries == 0, "forget: all of it, and nothing is left");
+    test_ok(test_check() == 0, "forget: consistent");
+}
+
+
+/*
+ * A prefix held by 50 peers: the lookup visits its holders once, not
+ * once a block (issue F2), and finds every peer's match.
+ */
+
+static void
+test_shared_prefix(void)
+{
+    u_char      leaf[64];
+    uint64_t    hash[TEST_MAX_BLOCKS];
+    ngx_uint_t  i, match[64], all, capped;
+
+    test_zone(4 * 1024 * 1024, 50);
+
+    for (i = 0; i < 50; i++) {
+        (void) test_record(9, 512, i, 0);
+    }
+
+    /* a longer prompt on peer 7 only: its suffix holds one peer */
+
+    test_chain(hash, 9, 600);
+    i = test_match(9, 512, 7);
+    (void) ngx_http_prefix_route_index_record(&idx, hash, 600, &i, peers[7],
+                                              0);
+    test_ok(test_check() == 0, "shared prefix: consistent");
+
+    (void) ngx_http_prefix_route_index_match(&idx, hash, 600, pos, npeers,
+                                             npeers, 4 * npeers + 64,
+                                             match, leaf);
+    all = 1;
+
+    for (i = 0; i < 50; i++) {
+        if (match[i] != (i == 7 ? 600 : 512)) {
+            all = 0;
+        }
+    }
+
+    test_ok(all, "shared prefix: every peer's match, within a budget of "
+            "4 visits a peer");
+
+    /* a budget below the holders of one block: cut short and counted */
+
+    capped = idx.sh->capped;
+
+    (void) ngx_http_prefix_route_index_match(&idx, hash, 600, pos, npeers,
+                                             npeers, 20, match, leaf);
+
+    test_ok(idx.sh->capped == capped + 1 && match[7] == 600 && match[0] == 0,
+            "shared prefix: a lookup over budget stops and is counted");
+}
+
+
+/* in-flight work: per worker cells, given back when a worker dies */
+
+static void
+test_load(void)
+{
+    ngx_pid_t   pid, self;
+    ngx_uint_t  cell, dead;
+
+    test_zone(256 * 1024, 2);
+
+    cell = ngx_http_prefix_route_load_charge(&idx, peers[0], 5000);
+    (void) ngx_http_prefix_route_load_charge(&idx, peers[0], 3000);
+    (void) ngx_http_prefix_route_load_charge(&idx, peers[1], 1000);
+
+    test_ok(peers[0]->inflight == 2 && peers[0]->queued == 8000
+            && peers[1]->inflight == 1, "load: charges are counted");
+
+    ngx_http_prefix_route_load_discharge(&idx, peers[0], cell, 5000);
+    test_ok(peers[0]->inflight == 1 && peers[0]->queued == 3000,
+            "load: a discharge gives its work back");
+
+    /* a worker that dies with requests in flight: a child that exits */
+
+    self = ngx_pid;
+    pid = fork();
+
+    if (pid == 0) {
+        ngx_pid = getpid();
+        idx.slot = -1;
+        (void) ngx_http_prefix_route_load_charge(&idx, peers[1], 7000);
+        _exit(0);
+    }
+
+    (void) waitpid(pid, NULL, 0);
+
+    test_ok(peers[1]->inflight == 2 && peers[1]->queued == 8000,
+            "load: another worker's charge is seen");
+
+    ngx_pid = self;
+    ngx_http_prefix_route_load_sweep(&idx);
+
+    dead = (peers[1]->inflight == 1 && peers[1]->queued == 1000
+            && peers[0]->inflight == 1 && peers[0]->queued == 3000);
+    test_ok(dead, "load: a dead worker's charges are given back, no more");
+
+    /* recent work: another worker's clock 1 ms ahead (issue F4) */
+
+    peers[0]->recent = 0;
+    peers[0]->recent_time = 1000001;
+
+    ngx_http_prefix_route_load_finish(peers[0], 4000, 1000000, 5000);
+
+    test_ok(peers[0]->recent == 4000 && peers[0]->recent_time == 1000001,
+            "load: work finished by a worker whose clock lags is kept");
+    test_ok(ngx_http_prefix_route_load_recent(4000, 1000001, 1000000, 5000)
+            == 4000, "load: recent work stamped ahead is not decayed away");
+}
