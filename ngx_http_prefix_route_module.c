@@ -18,9 +18,12 @@
 
 /*
  * The smallest zone: the slab pool's own pages plus room for the index of
- * the longest prompt (64k / 64-byte blocks x 128 bytes a block).
+ * the longest prompt (64k / 64-byte blocks x 64 bytes a block).
  */
 #define NGX_HTTP_PREFIX_ROUTE_MIN_ZONE      (128 * 1024)
+
+/* the index's 32-bit offsets count 8-byte units: 32 GiB */
+#define NGX_HTTP_PREFIX_ROUTE_MAX_ZONE      ((off_t) 32768 * 1024 * 1024)
 
 /*
  * Prefill work charged to a request besides its uncached prompt, in bytes
@@ -1398,6 +1401,13 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                                    "invalid zone \"%V\", expected "
                                    "zone=name:size, the size in bytes "
                                    "with k or m", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            if (size > NGX_HTTP_PREFIX_ROUTE_MAX_ZONE) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "zone \"%V\" is too large, prefix_route "
+                                   "takes at most 32768m", &name);
                 return NGX_CONF_ERROR;
             }
 

@@ -15,50 +15,58 @@
  * prompt; it points to the entry of the prefix one block shorter.  A holder
  * says that one peer received that prefix; it points to the same peer's
  * holder of the parent entry ("up"), and holders are kept in a per-peer
- * LRU queue, which enforces the per-peer capacity, and in a zone-wide LRU
- * queue, which gives memory back when the slab allocator runs out.  Each
- * record moves its holders to the queue heads from the deepest block to
+ * LRU list, which enforces the per-peer capacity, and in a zone-wide LRU
+ * list, which gives memory back when the slab allocator runs out.  Each
+ * record moves its holders to the list heads from the deepest block to
  * the first, so a parent is always more recently used than its children
- * and both queues forget the deepest blocks first: the blocks a peer holds
+ * and both lists forget the deepest blocks first: the blocks a peer holds
  * always form whole prefixes, the holders of an entry include those of its
  * children, and no holder is freed while another points up to it.
  *
- * Both take one 64-byte slab chunk; a holder refers to its entry and its
- * parent holder by 32-bit offsets in the zone, in units of 8 bytes (zones
- * up to 32 GiB).
+ * Both take one 32-byte slab chunk: they refer to each other by 32-bit
+ * offsets in the zone (8-byte units), and entries are found in a hash
+ * table of the zone's own rather than nginx's red-black tree, whose node
+ * alone takes 40 bytes (docs/design.md, "The index").
  */
 
 struct ngx_http_prefix_route_entry_s {
-    ngx_rbtree_node_t                node;      /* key: the block hash;
-                                                   node.data: pinned by the
-                                                   record under way */
-    ngx_http_prefix_route_entry_t   *parent;    /* prefix one block shorter */
-    ngx_http_prefix_route_holder_t  *holders;
+    uint64_t                         key;       /* the block hash */
+    uint32_t                         next;      /* in its bucket */
+    uint32_t                         parent;    /* prefix one block shorter */
+    uint32_t                         holders;
     uint32_t                         children;  /* entries it is parent of */
-    uint32_t                         nholders;
+    uint16_t                         nholders;
+    u_char                           pinned;    /* by the record under way */
 };
 
 
 struct ngx_http_prefix_route_holder_s {
-    ngx_queue_t                      peer_lru;
-    ngx_queue_t                      zone_lru;
-    ngx_http_prefix_route_holder_t  *next;      /* same entry, other peer */
-    ngx_http_prefix_route_peer_t    *peer;
-    uint32_t                         entry;     /* offset */
-    uint32_t                         up;        /* offset, 0: first block */
-    uint32_t                         kids;      /* holders up to this one */
-    uint32_t                         slot;      /* peer->slot */
+    ngx_http_prefix_route_link_t     peer_lru;
+    ngx_http_prefix_route_link_t     zone_lru;
+    uint32_t                         next;      /* same entry, other peer */
+    uint32_t                         entry;
+    uint32_t                         up;        /* 0: the first block */
+    uint32_t                         slot:12;   /* peer->slot */
+    uint32_t                         kids:20;   /* holders up to this one */
 };
 
 
 /* the version of the structs above and in the header, kept in the zone */
 #define NGX_HTTP_PREFIX_ROUTE_LAYOUT                                         \
-    (0x50520000 + sizeof(ngx_http_prefix_route_sh_t)                         \
+    (0x50520100 + sizeof(ngx_http_prefix_route_sh_t)                         \
      + sizeof(ngx_http_prefix_route_peer_t)                                  \
+     + sizeof(ngx_http_prefix_route_entry_t)                                 \
      + sizeof(ngx_http_prefix_route_holder_t))
 
 /* holders dropped at most to make room for one allocation */
 #define NGX_HTTP_PREFIX_ROUTE_EVICT_TRIES  8
+
+/* peers a zone can number, and holders a holder can have below it */
+#define NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS    ((1 << 12) - 1)
+#define NGX_HTTP_PREFIX_ROUTE_MAX_KIDS     ((1 << 20) - 1)
+
+/* zone bytes per hash bucket: a bucket per two entries at most */
+#define NGX_HTTP_PREFIX_ROUTE_BUCKET_BYTES 128
 
 
 #define ngx_http_prefix_route_off(idx, p)                                    \
@@ -68,14 +76,27 @@ struct ngx_http_prefix_route_holder_s {
     ((off) ? (void *) ((u_char *) (idx)->shpool + ((size_t) (off) << 3))    \
            : NULL)
 
+#define ngx_http_prefix_route_bucket(sh, key)                                \
+    ((((key) ^ (sh)->secret) * 0x9e3779b97f4a7c15ULL) >> (sh)->shift)
+
+/* the holder of a zone_lru link */
+#define ngx_http_prefix_route_zone_holder(l)                                 \
+    ((ngx_http_prefix_route_holder_t *)                                      \
+         ((u_char *) (l) - offsetof(ngx_http_prefix_route_holder_t,          \
+                                    zone_lru)))
+
 
 static ngx_uint_t ngx_http_prefix_route_index_deepest(
-    ngx_http_prefix_route_sh_t *sh, uint64_t *hash, ngx_uint_t n,
+    ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
     ngx_http_prefix_route_entry_t **deepest);
 static ngx_http_prefix_route_entry_t *ngx_http_prefix_route_index_lookup(
-    ngx_http_prefix_route_sh_t *sh, uint64_t hash);
+    ngx_http_prefix_route_index_t *idx, uint64_t key);
 static ngx_http_prefix_route_holder_t *ngx_http_prefix_route_index_holder(
-    ngx_http_prefix_route_entry_t *e, ngx_http_prefix_route_peer_t *peer);
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
+    ngx_http_prefix_route_peer_t *peer);
+static ngx_http_prefix_route_entry_t *ngx_http_prefix_route_index_entry(
+    ngx_http_prefix_route_index_t *idx, uint64_t key,
+    ngx_http_prefix_route_entry_t *parent);
 static ngx_http_prefix_route_holder_t *ngx_http_prefix_route_index_add(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
     ngx_http_prefix_route_holder_t *up, ngx_http_prefix_route_peer_t *peer);
@@ -87,6 +108,13 @@ static void ngx_http_prefix_route_index_remove(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_holder_t *h);
 static void ngx_http_prefix_route_index_release(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e);
+static void ngx_http_prefix_route_link_init(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *l);
+static void ngx_http_prefix_route_link_head(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *head,
+    ngx_http_prefix_route_link_t *l);
+static void ngx_http_prefix_route_link_remove(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *l);
 static int ngx_libc_cdecl ngx_http_prefix_route_index_cmp(const void *a,
     const void *b);
 
@@ -96,6 +124,8 @@ ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
     ngx_slab_pool_t *shpool, ngx_http_prefix_route_index_t *old,
     ngx_uint_t nworkers)
 {
+    size_t                       size;
+    ngx_uint_t                   bits;
     ngx_http_prefix_route_sh_t  *sh;
 
     idx->shpool = shpool;
@@ -114,27 +144,41 @@ ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
         return NGX_OK;
     }
 
-    sh = ngx_slab_alloc(shpool, sizeof(ngx_http_prefix_route_sh_t));
+    sh = ngx_slab_calloc(shpool, sizeof(ngx_http_prefix_route_sh_t));
     if (sh == NULL) {
         return NGX_ERROR;
     }
 
-    ngx_memzero(sh, sizeof(ngx_http_prefix_route_sh_t));
+    idx->sh = sh;
 
+    /* a power of two of buckets, about one per two entries the zone holds */
+
+    size = (shpool->end - shpool->start) / NGX_HTTP_PREFIX_ROUTE_BUCKET_BYTES;
+
+    for (bits = 8; ((size_t) 1 << (bits + 1)) <= size; bits++) {
+        /* void */
+    }
+
+    sh->shift = 64 - bits;
+    sh->secret = ((uint64_t) ngx_random() << 32 ^ (uint64_t) ngx_random()
+                  ^ (uint64_t) ngx_time());
+    sh->nslots = 16;
+
+    sh->buckets = ngx_slab_calloc(shpool, sizeof(uint32_t) << bits);
     sh->workers = ngx_slab_calloc(shpool,
                         nworkers * sizeof(ngx_http_prefix_route_worker_t));
-    if (sh->workers == NULL) {
+    sh->slots = ngx_slab_calloc(shpool, sh->nslots * sizeof(void *));
+
+    if (sh->buckets == NULL || sh->workers == NULL || sh->slots == NULL) {
         return NGX_ERROR;
     }
 
     sh->layout = NGX_HTTP_PREFIX_ROUTE_LAYOUT;
     sh->nworkers = nworkers;
 
-    ngx_rbtree_init(&sh->rbtree, &sh->sentinel, ngx_rbtree_insert_value);
-    ngx_queue_init(&sh->lru);
+    ngx_http_prefix_route_link_init(idx, &sh->lru);
     ngx_queue_init(&sh->peers);
 
-    idx->sh = sh;
     shpool->data = sh;
 
     /* the index makes room itself when the slab allocator runs out */
@@ -148,10 +192,10 @@ ngx_http_prefix_route_peer_t *
 ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
     ngx_str_t *name)
 {
-    size_t                         size;
-    ngx_queue_t                   *q;
-    ngx_http_prefix_route_sh_t    *sh;
-    ngx_http_prefix_route_peer_t  *peer;
+    size_t                          size;
+    ngx_queue_t                    *q;
+    ngx_http_prefix_route_sh_t     *sh;
+    ngx_http_prefix_route_peer_t   *peer, **slots;
 
     sh = idx->sh;
 
@@ -170,10 +214,35 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
         }
     }
 
+    peer = NULL;
+
+    if (sh->npeers == NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS) {
+        goto done;
+    }
+
+    /*
+     * In a zone full of index blocks the whole index may have to go to
+     * free a page for a new record (reload only).
+     */
+
+    if (sh->npeers == sh->nslots) {
+        slots = ngx_http_prefix_route_index_alloc(idx,
+                                       2 * sh->nslots * sizeof(void *),
+                                       sh->holders);
+        if (slots == NULL) {
+            goto done;
+        }
+
+        ngx_memcpy(slots, sh->slots, sh->nslots * sizeof(void *));
+        ngx_slab_free_locked(idx->shpool, sh->slots);
+
+        sh->slots = slots;
+        sh->nslots *= 2;
+    }
+
     /*
      * The record, its name and its load cells (one a worker slot and the
-     * shared one) in one allocation.  In a zone full of index blocks the
-     * whole index may have to go to free a page for it (reload only).
+     * shared one) in one allocation.
      */
 
     size = ngx_align(sizeof(ngx_http_prefix_route_peer_t) + name->len,
@@ -190,12 +259,13 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
     ngx_memzero(peer, size + (sh->nworkers + 1)
                              * sizeof(ngx_http_prefix_route_cell_t));
 
-    ngx_queue_init(&peer->lru);
+    ngx_http_prefix_route_link_init(idx, &peer->lru);
     peer->slot = sh->npeers++;
     peer->cells = (ngx_http_prefix_route_cell_t *) ((u_char *) peer + size);
     peer->len = name->len;
     ngx_memcpy(peer->name, name->data, name->len);
 
+    sh->slots[peer->slot] = peer;
     ngx_queue_insert_tail(&sh->peers, &peer->queue);
 
 done:
@@ -221,7 +291,7 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
         leaf[i] = 0;
     }
 
-    d = ngx_http_prefix_route_index_deepest(idx->sh, hash, n, &e);
+    d = ngx_http_prefix_route_index_deepest(idx, hash, n, &e);
 
     /*
      * Walk back to the first block; the deepest holder of a peer met on
@@ -244,8 +314,10 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
 
             budget -= e->nholders;
 
-            for (h = e->holders; h != NULL; h = h->next) {
-
+            for (h = ngx_http_prefix_route_ptr(idx, e->holders);
+                 h != NULL;
+                 h = ngx_http_prefix_route_ptr(idx, h->next))
+            {
                 if (h->slot < npos) {
                     i = pos[h->slot];
 
@@ -260,7 +332,7 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
             last = e->nholders;
         }
 
-        e = e->parent;
+        e = ngx_http_prefix_route_ptr(idx, e->parent);
     }
 
     return d;
@@ -273,8 +345,8 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity)
 {
     ngx_uint_t                        d, i, k;
-    ngx_queue_t                      *q;
     ngx_http_prefix_route_sh_t       *sh;
+    ngx_http_prefix_route_link_t     *l;
     ngx_http_prefix_route_entry_t   **chain, *e;
     ngx_http_prefix_route_holder_t   *h, *up;
 
@@ -282,65 +354,53 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     chain = idx->chain;
 
     /*
-     * The chain's entries are pinned (node.data) while the record runs:
-     * the allocations below may evict, and must not free what it uses.
+     * The chain's entries are pinned while the record runs: the
+     * allocations below may evict, and must not free what it uses.
      */
 
-    d = ngx_http_prefix_route_index_deepest(sh, hash, n, &e);
+    d = ngx_http_prefix_route_index_deepest(idx, hash, n, &e);
 
     for (k = d; k > 0; k--) {
-        e->node.data = 1;
+        e->pinned = 1;
         chain[k - 1] = e;
-        e = e->parent;
+        e = ngx_http_prefix_route_ptr(idx, e->parent);
     }
 
     /* the peer's deepest holder on the chain, from the hint of match() */
 
     i = ngx_min(*held, d);
 
-    while (i > 0 && ngx_http_prefix_route_index_holder(chain[i - 1], peer)
-                    == NULL)
+    while (i > 0
+           && ngx_http_prefix_route_index_holder(idx, chain[i - 1], peer)
+              == NULL)
     {
         i--;
     }
 
-    while (i < d && ngx_http_prefix_route_index_holder(chain[i], peer)
-                    != NULL)
+    while (i < d
+           && ngx_http_prefix_route_index_holder(idx, chain[i], peer)
+              != NULL)
     {
         i++;
     }
 
     *held = i;
-    up = i ? ngx_http_prefix_route_index_holder(chain[i - 1], peer) : NULL;
+    up = i ? ngx_http_prefix_route_index_holder(idx, chain[i - 1], peer)
+           : NULL;
     k = d;
 
     /* from the first missing block on: running out leaves a whole prefix */
 
     for ( /* void */ ; i < n; i++) {
 
-        if (i >= k) {
-            e = ngx_http_prefix_route_index_alloc(idx,
-                                      sizeof(ngx_http_prefix_route_entry_t),
-                                      NGX_HTTP_PREFIX_ROUTE_EVICT_TRIES);
+        if (i == k) {
+            e = ngx_http_prefix_route_index_entry(idx, hash[i],
+                                                  i ? chain[i - 1] : NULL);
             if (e == NULL) {
                 break;
             }
 
-            ngx_memzero(e, sizeof(ngx_http_prefix_route_entry_t));
-
-            e->node.key = (ngx_rbtree_key_t) hash[i];
-            e->node.data = 1;
-            e->parent = (i > 0) ? chain[i - 1] : NULL;
-
-            if (e->parent != NULL) {
-                e->parent->children++;
-            }
-
-            ngx_rbtree_insert(&sh->rbtree, &e->node);
-            sh->entries++;
-
-            chain[i] = e;
-            k = i + 1;
+            chain[k++] = e;
         }
 
         h = ngx_http_prefix_route_index_add(idx, chain[i], up, peer);
@@ -354,19 +414,19 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     /* the deepest block first, so that parents end up more recent */
 
     for (h = up; h != NULL; h = ngx_http_prefix_route_ptr(idx, h->up)) {
-        ngx_queue_remove(&h->peer_lru);
-        ngx_queue_insert_head(&peer->lru, &h->peer_lru);
+        ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
+        ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
 
-        ngx_queue_remove(&h->zone_lru);
-        ngx_queue_insert_head(&sh->lru, &h->zone_lru);
+        ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
+        ngx_http_prefix_route_link_head(idx, &sh->lru, &h->zone_lru);
     }
 
     while (capacity && peer->blocks > capacity) {
-        q = ngx_queue_last(&peer->lru);
-        h = ngx_queue_data(q, ngx_http_prefix_route_holder_t, peer_lru);
+        l = ngx_http_prefix_route_ptr(idx, peer->lru.prev);
+        h = (ngx_http_prefix_route_holder_t *) l;
         e = ngx_http_prefix_route_ptr(idx, h->entry);
 
-        if (e->node.data || h->kids) {
+        if (e->pinned || h->kids) {
             /* the prompt alone is larger than the capacity */
             break;
         }
@@ -376,7 +436,7 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     }
 
     for (d = 0; d < k; d++) {
-        chain[d]->node.data = 0;
+        chain[d]->pinned = 0;
     }
 
     if (i < k) {
@@ -400,8 +460,8 @@ ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
 
     while (to > from && h == NULL) {
         to--;
-        e = ngx_http_prefix_route_index_lookup(idx->sh, hash[to]);
-        h = e ? ngx_http_prefix_route_index_holder(e, peer) : NULL;
+        e = ngx_http_prefix_route_index_lookup(idx, hash[to]);
+        h = e ? ngx_http_prefix_route_index_holder(idx, e, peer) : NULL;
     }
 
     /* a holder with kids is part of a longer prefix recorded since */
@@ -423,24 +483,24 @@ ngx_int_t
 ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
     ngx_pool_t *pool, ngx_log_t *log)
 {
-    uintptr_t                        *byaddr, key;
-    ngx_uint_t                        i, nh, ne, nc, nu, kids, bad, seen[8];
+    uintptr_t                        *byaddr, key, *pu, *ph;
+    ngx_uint_t                        b, i, nh, ne, nc, nu, kids, bad, seen[8];
     ngx_queue_t                      *q;
-    ngx_rbtree_node_t                *node;
     ngx_http_prefix_route_sh_t       *sh;
-    ngx_http_prefix_route_peer_t     *peer, **peers;
+    ngx_http_prefix_route_link_t     *l;
+    ngx_http_prefix_route_peer_t     *peer;
     ngx_http_prefix_route_entry_t    *e, *p;
     ngx_http_prefix_route_holder_t   *h, *u;
 
     static const char  *what[8] = {
-        "entries in the tree and their count differ",
+        "entries in the table and their count differ",
         "an entry's holders or children are miscounted",
         "a holder is linked from another entry or peer",
         "a holder has no holder of its parent block, or a wrong one",
-        "holders are miscounted in the zone queue or a peer's",
+        "holders are miscounted in the zone list or a peer's",
         "a parent block is less recently used than its child",
         "a holder's kids are miscounted",
-        "an entry's parent is not in the tree"
+        "an entry's parent is not in the table"
     };
 
     sh = idx->sh;
@@ -450,36 +510,36 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 #define ngx_http_prefix_route_bad(k)                                         \
     do { seen[k]++; bad++; } while (0)
 
-    peers = ngx_pcalloc(pool, (sh->npeers + 1) * sizeof(void *));
     byaddr = ngx_palloc(pool, 2 * (sh->holders + 1) * sizeof(uintptr_t));
-
-    if (peers == NULL || byaddr == NULL) {
+    if (byaddr == NULL) {
         return NGX_ERROR;
     }
 
-    /* each peer's queue: its holders and their count */
+    /* each peer's list: its holders and their count */
+
+    i = 0;
 
     for (q = ngx_queue_head(&sh->peers);
          q != ngx_queue_sentinel(&sh->peers);
          q = ngx_queue_next(q))
     {
         peer = ngx_queue_data(q, ngx_http_prefix_route_peer_t, queue);
+        i++;
 
-        if (peer->slot >= sh->npeers || peers[peer->slot] != NULL) {
+        if (peer->slot >= sh->npeers || sh->slots[peer->slot] != peer) {
             ngx_http_prefix_route_bad(2);
             continue;
         }
 
-        peers[peer->slot] = peer;
         nh = 0;
 
-        for (q = ngx_queue_head(&peer->lru);
-             q != ngx_queue_sentinel(&peer->lru) && nh <= sh->holders;
-             q = ngx_queue_next(q))
+        for (l = ngx_http_prefix_route_ptr(idx, peer->lru.next);
+             l != &peer->lru && nh <= sh->holders;
+             l = ngx_http_prefix_route_ptr(idx, l->next))
         {
-            h = ngx_queue_data(q, ngx_http_prefix_route_holder_t, peer_lru);
+            h = (ngx_http_prefix_route_holder_t *) l;
 
-            if (h->peer != peer) {
+            if (h->slot != peer->slot) {
                 ngx_http_prefix_route_bad(2);
             }
 
@@ -489,25 +549,25 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         if (nh != peer->blocks) {
             ngx_http_prefix_route_bad(4);
         }
+    }
 
-        q = &peer->queue;
+    if (i != sh->npeers) {
+        ngx_http_prefix_route_bad(2);
     }
 
     /*
-     * The zone queue in order, then sorted by address with each holder's
-     * place in the queue: a parent holder must come first.
+     * The zone list in order, then sorted by address with each holder's
+     * place in the list: a parent holder must come first.
      */
 
     nh = 0;
 
-    for (q = ngx_queue_head(&sh->lru);
-         q != ngx_queue_sentinel(&sh->lru) && nh <= sh->holders;
-         q = ngx_queue_next(q))
+    for (l = ngx_http_prefix_route_ptr(idx, sh->lru.next);
+         l != &sh->lru && nh <= sh->holders;
+         l = ngx_http_prefix_route_ptr(idx, l->next))
     {
-        h = ngx_queue_data(q, ngx_http_prefix_route_holder_t, zone_lru);
-
         if (nh < sh->holders) {
-            byaddr[2 * nh] = (uintptr_t) h;
+            byaddr[2 * nh] = (uintptr_t) ngx_http_prefix_route_zone_holder(l);
             byaddr[2 * nh + 1] = nh;
         }
 
@@ -522,91 +582,100 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
     ngx_qsort(byaddr, nh, 2 * sizeof(uintptr_t),
               ngx_http_prefix_route_index_cmp);
 
-    /* the tree: entries, their holders and children */
+    /* the table: entries, their holders and children */
 
     ne = 0;
     nc = 0;
     nu = 0;
     kids = 0;
 
-    node = (sh->rbtree.root == sh->rbtree.sentinel)
-           ? NULL : ngx_rbtree_min(sh->rbtree.root, sh->rbtree.sentinel);
+    for (b = 0; b < ((ngx_uint_t) 1 << (64 - sh->shift)); b++) {
 
-    for ( /* void */ ;
-         node != NULL && ne <= sh->entries;
-         node = ngx_rbtree_next(&sh->rbtree, node))
-    {
-        e = (ngx_http_prefix_route_entry_t *) node;
-        p = e->parent;
-        ne++;
+        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+             e != NULL && ne <= sh->entries;
+             e = ngx_http_prefix_route_ptr(idx, e->next))
+        {
+            ne++;
+            nc += e->children;
 
-        if (p != NULL) {
-            nc++;
+            if (ngx_http_prefix_route_bucket(sh, e->key) != b) {
+                ngx_http_prefix_route_bad(0);
+            }
 
-            if (ngx_http_prefix_route_index_lookup(sh, p->node.key) != p) {
+            p = ngx_http_prefix_route_ptr(idx, e->parent);
+
+            if (p != NULL && ngx_http_prefix_route_index_lookup(idx, p->key)
+                             != p)
+            {
                 ngx_http_prefix_route_bad(7);
                 p = NULL;
             }
-        }
 
-        if (e->holders == NULL && e->children == 0) {
-            ngx_http_prefix_route_bad(1);
-        }
-
-        i = 0;
-
-        for (h = e->holders; h != NULL && i <= e->nholders; h = h->next) {
-            i++;
-            kids += h->kids;
-
-            if (ngx_http_prefix_route_ptr(idx, h->entry) != e
-                || h->slot >= sh->npeers
-                || peers[h->slot] != h->peer)
-            {
-                ngx_http_prefix_route_bad(2);
-                continue;
+            if (p != NULL) {
+                nc--;
             }
 
-            u = ngx_http_prefix_route_ptr(idx, h->up);
+            /* a child's holders hold the parent too: none is empty */
 
-            if (u == NULL) {
-                if (e->parent != NULL) {
-                    ngx_http_prefix_route_bad(3);
+            if (e->holders == 0 || e->pinned) {
+                ngx_http_prefix_route_bad(1);
+            }
+
+            i = 0;
+
+            for (h = ngx_http_prefix_route_ptr(idx, e->holders);
+                 h != NULL && i <= e->nholders;
+                 h = ngx_http_prefix_route_ptr(idx, h->next))
+            {
+                i++;
+                kids += h->kids;
+
+                if (ngx_http_prefix_route_ptr(idx, h->entry) != e
+                    || h->slot >= sh->npeers)
+                {
+                    ngx_http_prefix_route_bad(2);
+                    continue;
                 }
 
-                continue;
+                u = ngx_http_prefix_route_ptr(idx, h->up);
+
+                if (u == NULL) {
+                    if (e->parent) {
+                        ngx_http_prefix_route_bad(3);
+                    }
+
+                    continue;
+                }
+
+                nu++;
+
+                if (p == NULL
+                    || ngx_http_prefix_route_index_holder(idx, p,
+                                                   sh->slots[h->slot])
+                       != u)
+                {
+                    ngx_http_prefix_route_bad(3);
+                    continue;
+                }
+
+                key = (uintptr_t) u;
+                pu = bsearch(&key, byaddr, nh, 2 * sizeof(uintptr_t),
+                             ngx_http_prefix_route_index_cmp);
+                key = (uintptr_t) h;
+                ph = bsearch(&key, byaddr, nh, 2 * sizeof(uintptr_t),
+                             ngx_http_prefix_route_index_cmp);
+
+                if (pu == NULL || ph == NULL) {
+                    ngx_http_prefix_route_bad(4);
+
+                } else if (pu[1] > ph[1]) {
+                    ngx_http_prefix_route_bad(5);
+                }
             }
 
-            nu++;
-
-            if (p == NULL
-                || ngx_http_prefix_route_index_holder(p, h->peer) != u)
-            {
-                ngx_http_prefix_route_bad(3);
-                continue;
+            if (i != e->nholders) {
+                ngx_http_prefix_route_bad(1);
             }
-
-            key = (uintptr_t) u;
-            u = bsearch(&key, byaddr, nh, 2 * sizeof(uintptr_t),
-                        ngx_http_prefix_route_index_cmp);
-            key = (uintptr_t) h;
-            h = bsearch(&key, byaddr, nh, 2 * sizeof(uintptr_t),
-                        ngx_http_prefix_route_index_cmp);
-
-            if (u == NULL || h == NULL) {
-                ngx_http_prefix_route_bad(4);
-                break;
-            }
-
-            if (((uintptr_t *) u)[1] > ((uintptr_t *) h)[1]) {
-                ngx_http_prefix_route_bad(5);
-            }
-
-            h = (ngx_http_prefix_route_holder_t *) ((uintptr_t *) h)[0];
-        }
-
-        if (i != e->nholders) {
-            ngx_http_prefix_route_bad(1);
         }
     }
 
@@ -620,19 +689,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 
     /* each entry's children: their sum is the number of parent links */
 
-    kids = 0;
-
-    node = (sh->rbtree.root == sh->rbtree.sentinel)
-           ? NULL : ngx_rbtree_min(sh->rbtree.root, sh->rbtree.sentinel);
-
-    for ( /* void */ ;
-         node != NULL && kids <= ne;
-         node = ngx_rbtree_next(&sh->rbtree, node))
-    {
-        kids += ((ngx_http_prefix_route_entry_t *) node)->children;
-    }
-
-    if (kids != nc) {
+    if (nc != 0) {
         ngx_http_prefix_route_bad(1);
     }
 
@@ -672,7 +729,7 @@ ngx_http_prefix_route_index_holder_size(void)
  */
 
 static ngx_uint_t
-ngx_http_prefix_route_index_deepest(ngx_http_prefix_route_sh_t *sh,
+ngx_http_prefix_route_index_deepest(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t n, ngx_http_prefix_route_entry_t **deepest)
 {
     ngx_uint_t                      lo, hi, mid;
@@ -685,7 +742,7 @@ ngx_http_prefix_route_index_deepest(ngx_http_prefix_route_sh_t *sh,
     while (lo < hi) {
         mid = lo + (hi - lo + 1) / 2;
 
-        e = ngx_http_prefix_route_index_lookup(sh, hash[mid - 1]);
+        e = ngx_http_prefix_route_index_lookup(idx, hash[mid - 1]);
 
         if (e != NULL) {
             lo = mid;
@@ -701,29 +758,19 @@ ngx_http_prefix_route_index_deepest(ngx_http_prefix_route_sh_t *sh,
 
 
 static ngx_http_prefix_route_entry_t *
-ngx_http_prefix_route_index_lookup(ngx_http_prefix_route_sh_t *sh,
-    uint64_t hash)
+ngx_http_prefix_route_index_lookup(ngx_http_prefix_route_index_t *idx,
+    uint64_t key)
 {
-    ngx_rbtree_key_t    key;
-    ngx_rbtree_node_t  *node, *sentinel;
+    ngx_http_prefix_route_entry_t  *e;
 
-    key = (ngx_rbtree_key_t) hash;
-    node = sh->rbtree.root;
-    sentinel = sh->rbtree.sentinel;
-
-    while (node != sentinel) {
-
-        if (key < node->key) {
-            node = node->left;
-            continue;
+    for (e = ngx_http_prefix_route_ptr(idx,
+                  idx->sh->buckets[ngx_http_prefix_route_bucket(idx->sh, key)]);
+         e != NULL;
+         e = ngx_http_prefix_route_ptr(idx, e->next))
+    {
+        if (e->key == key) {
+            return e;
         }
-
-        if (key > node->key) {
-            node = node->right;
-            continue;
-        }
-
-        return (ngx_http_prefix_route_entry_t *) node;
     }
 
     return NULL;
@@ -731,13 +778,16 @@ ngx_http_prefix_route_index_lookup(ngx_http_prefix_route_sh_t *sh,
 
 
 static ngx_http_prefix_route_holder_t *
-ngx_http_prefix_route_index_holder(ngx_http_prefix_route_entry_t *e,
-    ngx_http_prefix_route_peer_t *peer)
+ngx_http_prefix_route_index_holder(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_entry_t *e, ngx_http_prefix_route_peer_t *peer)
 {
     ngx_http_prefix_route_holder_t  *h;
 
-    for (h = e->holders; h != NULL; h = h->next) {
-        if (h->peer == peer) {
+    for (h = ngx_http_prefix_route_ptr(idx, e->holders);
+         h != NULL;
+         h = ngx_http_prefix_route_ptr(idx, h->next))
+    {
+        if (h->slot == peer->slot) {
             return h;
         }
     }
@@ -747,8 +797,48 @@ ngx_http_prefix_route_index_holder(ngx_http_prefix_route_entry_t *e,
 
 
 /*
+ * A new entry for block hash "key" below "parent", pinned, in the table;
+ * NULL when the zone has no memory for it.
+ */
+
+static ngx_http_prefix_route_entry_t *
+ngx_http_prefix_route_index_entry(ngx_http_prefix_route_index_t *idx,
+    uint64_t key, ngx_http_prefix_route_entry_t *parent)
+{
+    uint32_t                       *bucket;
+    ngx_http_prefix_route_entry_t  *e;
+
+    e = ngx_http_prefix_route_index_alloc(idx,
+                                      sizeof(ngx_http_prefix_route_entry_t),
+                                      NGX_HTTP_PREFIX_ROUTE_EVICT_TRIES);
+    if (e == NULL) {
+        return NULL;
+    }
+
+    ngx_memzero(e, sizeof(ngx_http_prefix_route_entry_t));
+
+    e->key = key;
+    e->pinned = 1;
+    e->parent = ngx_http_prefix_route_off(idx, parent);
+
+    if (parent != NULL) {
+        parent->children++;
+    }
+
+    bucket = &idx->sh->buckets[ngx_http_prefix_route_bucket(idx->sh, key)];
+    e->next = *bucket;
+    *bucket = ngx_http_prefix_route_off(idx, e);
+
+    idx->sh->entries++;
+
+    return e;
+}
+
+
+/*
  * A new holder of entry "e" for "peer", below the peer's holder "up" of
- * the parent entry; NULL when the zone has no memory for it.
+ * the parent entry; NULL when the zone has no memory for it, or "up" has
+ * as many holders below it as it can count.
  */
 
 static ngx_http_prefix_route_holder_t *
@@ -758,6 +848,10 @@ ngx_http_prefix_route_index_add(ngx_http_prefix_route_index_t *idx,
 {
     ngx_http_prefix_route_holder_t  *h;
 
+    if (up != NULL && up->kids == NGX_HTTP_PREFIX_ROUTE_MAX_KIDS) {
+        return NULL;
+    }
+
     h = ngx_http_prefix_route_index_alloc(idx,
                                   sizeof(ngx_http_prefix_route_holder_t),
                                   NGX_HTTP_PREFIX_ROUTE_EVICT_TRIES);
@@ -766,10 +860,9 @@ ngx_http_prefix_route_index_add(ngx_http_prefix_route_index_t *idx,
     }
 
     h->next = e->holders;
-    e->holders = h;
+    e->holders = ngx_http_prefix_route_off(idx, h);
     e->nholders++;
 
-    h->peer = peer;
     h->entry = ngx_http_prefix_route_off(idx, e);
     h->up = ngx_http_prefix_route_off(idx, up);
     h->kids = 0;
@@ -779,8 +872,8 @@ ngx_http_prefix_route_index_add(ngx_http_prefix_route_index_t *idx,
         up->kids++;
     }
 
-    ngx_queue_insert_head(&peer->lru, &h->peer_lru);
-    ngx_queue_insert_head(&idx->sh->lru, &h->zone_lru);
+    ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
+    ngx_http_prefix_route_link_head(idx, &idx->sh->lru, &h->zone_lru);
 
     peer->blocks++;
     idx->sh->holders++;
@@ -812,22 +905,21 @@ ngx_http_prefix_route_index_alloc(ngx_http_prefix_route_index_t *idx,
 static ngx_uint_t
 ngx_http_prefix_route_index_evict(ngx_http_prefix_route_index_t *idx)
 {
-    ngx_queue_t                     *q;
     ngx_http_prefix_route_sh_t      *sh;
     ngx_http_prefix_route_entry_t   *e;
     ngx_http_prefix_route_holder_t  *h;
 
     sh = idx->sh;
 
-    if (ngx_queue_empty(&sh->lru)) {
+    if (sh->holders == 0) {
         return 0;
     }
 
-    q = ngx_queue_last(&sh->lru);
-    h = ngx_queue_data(q, ngx_http_prefix_route_holder_t, zone_lru);
+    h = ngx_http_prefix_route_zone_holder(
+                               ngx_http_prefix_route_ptr(idx, sh->lru.prev));
     e = ngx_http_prefix_route_ptr(idx, h->entry);
 
-    if (e->node.data || h->kids) {
+    if (e->pinned || h->kids) {
         /*
          * only the blocks of the record under way are left (a parent is
          * always newer than its children, so kids is 0 at the tail)
@@ -846,12 +938,18 @@ static void
 ngx_http_prefix_route_index_remove(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_holder_t *h)
 {
-    ngx_http_prefix_route_entry_t    *e;
-    ngx_http_prefix_route_holder_t  **hp, *up;
+    uint32_t                        *hp, off;
+    ngx_http_prefix_route_entry_t   *e;
+    ngx_http_prefix_route_holder_t  *up;
 
     e = ngx_http_prefix_route_ptr(idx, h->entry);
+    off = ngx_http_prefix_route_off(idx, h);
 
-    for (hp = &e->holders; *hp != h; hp = &(*hp)->next) {
+    for (hp = &e->holders;
+         *hp != off;
+         hp = &((ngx_http_prefix_route_holder_t *)
+                    ngx_http_prefix_route_ptr(idx, *hp))->next)
+    {
         /* void */
     }
 
@@ -864,10 +962,10 @@ ngx_http_prefix_route_index_remove(ngx_http_prefix_route_index_t *idx,
         up->kids--;
     }
 
-    ngx_queue_remove(&h->peer_lru);
-    ngx_queue_remove(&h->zone_lru);
+    ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
+    ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
 
-    h->peer->blocks--;
+    idx->sh->slots[h->slot]->blocks--;
     idx->sh->holders--;
 
     ngx_slab_free_locked(idx->shpool, h);
@@ -880,6 +978,7 @@ static void
 ngx_http_prefix_route_index_release(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_entry_t *e)
 {
+    uint32_t                       *ep, off;
     ngx_http_prefix_route_sh_t     *sh;
     ngx_http_prefix_route_entry_t  *parent;
 
@@ -887,14 +986,22 @@ ngx_http_prefix_route_index_release(ngx_http_prefix_route_index_t *idx,
 
     /* an entry lives while a peer holds it or a longer prefix needs it */
 
-    while (e != NULL
-           && e->holders == NULL
-           && e->children == 0
-           && !e->node.data)
-    {
-        parent = e->parent;
+    while (e != NULL && e->holders == 0 && e->children == 0 && !e->pinned) {
 
-        ngx_rbtree_delete(&sh->rbtree, &e->node);
+        off = ngx_http_prefix_route_off(idx, e);
+
+        for (ep = &sh->buckets[ngx_http_prefix_route_bucket(sh, e->key)];
+             *ep != off;
+             ep = &((ngx_http_prefix_route_entry_t *)
+                        ngx_http_prefix_route_ptr(idx, *ep))->next)
+        {
+            /* void */
+        }
+
+        *ep = e->next;
+
+        parent = ngx_http_prefix_route_ptr(idx, e->parent);
+
         ngx_slab_free_locked(idx->shpool, e);
         sh->entries--;
 
@@ -904,6 +1011,44 @@ ngx_http_prefix_route_index_release(ngx_http_prefix_route_index_t *idx,
 
         e = parent;
     }
+}
+
+
+static void
+ngx_http_prefix_route_link_init(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_link_t *l)
+{
+    l->prev = ngx_http_prefix_route_off(idx, l);
+    l->next = l->prev;
+}
+
+
+static void
+ngx_http_prefix_route_link_head(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_link_t *head, ngx_http_prefix_route_link_t *l)
+{
+    ngx_http_prefix_route_link_t  *next;
+
+    next = ngx_http_prefix_route_ptr(idx, head->next);
+
+    l->next = head->next;
+    l->prev = ngx_http_prefix_route_off(idx, head);
+    next->prev = ngx_http_prefix_route_off(idx, l);
+    head->next = next->prev;
+}
+
+
+static void
+ngx_http_prefix_route_link_remove(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_link_t *l)
+{
+    ngx_http_prefix_route_link_t  *prev, *next;
+
+    prev = ngx_http_prefix_route_ptr(idx, l->prev);
+    next = ngx_http_prefix_route_ptr(idx, l->next);
+
+    prev->next = l->next;
+    next->prev = l->prev;
 }
 
 

@@ -28,6 +28,17 @@ typedef struct ngx_http_prefix_route_entry_s   ngx_http_prefix_route_entry_t;
 typedef struct ngx_http_prefix_route_holder_s  ngx_http_prefix_route_holder_t;
 
 
+/*
+ * A link of a doubly linked list in the zone, as ngx_queue_t but with
+ * 32-bit offsets from the zone's start in 8-byte units (zones up to
+ * 32 GiB): half the size, which keeps a holder in 32 bytes.
+ */
+typedef struct {
+    uint32_t                         prev;
+    uint32_t                         next;
+} ngx_http_prefix_route_link_t;
+
+
 /* a worker process's share of a server's load, ..._load.c */
 typedef struct {
     uint64_t                         queued;    /* bytes of prefill */
@@ -41,7 +52,7 @@ typedef struct {
  */
 typedef struct {
     ngx_queue_t                      queue;     /* in sh->peers */
-    ngx_queue_t                      lru;       /* holders, newest first */
+    ngx_http_prefix_route_link_t     lru;       /* holders, newest first */
     ngx_uint_t                       slot;      /* number in the zone */
     ngx_uint_t                       blocks;    /* holders of this peer */
 
@@ -69,12 +80,18 @@ typedef struct {
 
 
 typedef struct {
+    ngx_http_prefix_route_link_t     lru;       /* all holders, newest first */
     uint32_t                         layout;    /* of this code's structs */
-    ngx_rbtree_t                     rbtree;
-    ngx_rbtree_node_t                sentinel;
-    ngx_queue_t                      lru;       /* all holders, newest first */
+
+    /* entries by block hash: chains of offsets, keyed with a secret */
+    uint32_t                        *buckets;
+    ngx_uint_t                       shift;     /* 64 - log2(buckets) */
+    uint64_t                         secret;
+
     ngx_queue_t                      peers;
+    ngx_http_prefix_route_peer_t   **slots;     /* peers by slot */
     ngx_uint_t                       npeers;    /* slots given to peers */
+    ngx_uint_t                       nslots;    /* room in slots[] */
 
     ngx_uint_t                       entries;   /* indexed blocks */
     ngx_uint_t                       holders;   /* (block, peer) pairs */

@@ -79,6 +79,14 @@ zone "llm" is too small, prefix_route needs at least 128k
 
 
 
+=== TEST 6a: a zone larger than the index can address (32768m) is refused
+--- http_config eval: ::upstream("zone=llm:32769m", 1)
+--- must_die
+--- error_log
+zone "llm" is too large, prefix_route takes at most 32768m
+
+
+
 === TEST 7: the same zone in two upstreams
 --- http_config
 upstream one {

@@ -267,6 +267,13 @@ test_pressure(void)
 
     held = test_match(1, 20, 1);
     test_ok(held == 0, "pressure: the first prompt is forgotten");
+
+    /* every entry has a holder: a (block, peer) pair costs 64 bytes at most */
+
+    test_ok((idx.sh->entries * ngx_http_prefix_route_index_entry_size()
+             + idx.sh->holders * ngx_http_prefix_route_index_holder_size())
+            <= 64 * idx.sh->holders,
+            "pressure: the index takes at most 64 bytes a pair");
 }
 
 
