@@ -555,7 +555,7 @@ bench: all $(NGINX_BIN) bench-deps
 #                   after the other, with the module built by make and
 #                   $(NGINX_BIN) (2 workers, a master, a temporary prefix
 #                   under /tmp, as root or not), wrk and curl, on
-#                   127.0.0.1 ports 19801-19845; each bounded in time and
+#                   127.0.0.1 ports 19801-19895; each bounded in time and
 #                   requests, at most STRESS_TIMEOUT s (240), and each
 #                   ends every process it started, also on failure:
 #                     zone-pressure    1,000,000 distinct prompts into a
@@ -565,7 +565,11 @@ bench: all $(NGINX_BIN) bench-deps
 #                     reload           SIGHUP to the master every 2.5 s
 #                     worker-kill      a worker killed with SIGKILL
 #                     client-abort     clients that give up mid-request
-#                   About 3 minutes on 2 cores.  STRESS="reload
+#                     inflight         400 requests in flight on a full
+#                                      zone, all counted (1 and 2 workers)
+#                     spread           new prompts spread evenly over 4
+#                                      servers (1 and 2 workers)
+#                   About 6 minutes on 2 cores.  STRESS="reload
 #                   worker-kill" runs some of them.  Part of "make check".
 #   make stress-deps
 #                   install wrk (and the other tools the scripts use) when
