@@ -12,6 +12,7 @@
 #     backend_start/backend_kill for backends that are processes of their
 #     own;
 #   - status/peers/wait_idle: figures of prefix_route_status (status.pl);
+#     index_check: the module's consistency check of the index;
 #   - wrk_start/wrk_wait: load with prompts.lua; probe: one request;
 #   - log_check: what error.log must not hold.
 # Every process a check starts is ended on exit, also after a failure or a
@@ -329,6 +330,17 @@ status_of() {
 
 status() {
     status_of llm "$@"
+}
+
+# the module's walk of the index of UPSTREAM (llm) with GET /status?check=1:
+# true when it found it consistent (index_errors 0), which it prints
+index_check() {
+    local e
+    e=$(curl -sS --max-time 10 "http://127.0.0.1:$port/status?check=1&format=json" \
+        | perl "$stress_lib/status.pl" "${1:-llm}" index_errors 2> /dev/null) \
+        || e=none
+    echo "    index_errors of ${1:-llm}: $e"
+    [ "$e" = 0 ]
 }
 
 # peers: a line a peer of llm: name state inflight queued_bytes blocks
