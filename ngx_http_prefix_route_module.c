@@ -976,8 +976,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     /* match, and a snapshot of the servers' load */
 
-    t = ngx_http_prefix_route_clock();
     ngx_shmtx_lock(&shpool->mutex);
+    t = ngx_http_prefix_route_clock();
 
     (void) ngx_http_prefix_route_index_match(idx, ctx->hash, ctx->nblocks,
                                    prcf->pos[b], prcf->npos, peers->number,
@@ -1000,8 +1000,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         }
     }
 
-    ngx_shmtx_unlock(&shpool->mutex);
     hold = ngx_http_prefix_route_clock() - t;
+    ngx_shmtx_unlock(&shpool->mutex);
 
     /* choose */
 
@@ -1055,8 +1055,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         ctx->uncached = ctx->len - c->match;
         held = prcf->held[k];
 
-        t = ngx_http_prefix_route_clock();
         ngx_shmtx_lock(&shpool->mutex);
+        t = ngx_http_prefix_route_clock();
 
         ctx->cell = ngx_http_prefix_route_load_charge(idx, sp,
                               ctx->uncached
@@ -1072,8 +1072,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                                          prcf->capacity / prcf->block);
         ctx->recorded[0] = held;
 
-        ngx_shmtx_unlock(&shpool->mutex);
         hold += ngx_http_prefix_route_clock() - t;
+        ngx_shmtx_unlock(&shpool->mutex);
     }
 
     ngx_http_prefix_route_held(idx->sh, hold);
@@ -1127,8 +1127,10 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 
 
 /*
- * A monotonic clock in ns, for the zone mutex hold time, and the log2
- * bucket of a hold time counted in the zone (lock_hold in the status).
+ * A monotonic clock in ns, for the zone mutex hold time (from its
+ * acquisition to its release, the wait for it not included), and the log2
+ * bucket of a hold time counted in the zone (lock_hold_ns_log2 in the
+ * status).
  */
 
 static uint64_t
