@@ -708,16 +708,10 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 
 
 size_t
-ngx_http_prefix_route_index_entry_size(void)
+ngx_http_prefix_route_index_bytes(ngx_http_prefix_route_index_t *idx)
 {
-    return sizeof(ngx_http_prefix_route_entry_t);
-}
-
-
-size_t
-ngx_http_prefix_route_index_holder_size(void)
-{
-    return sizeof(ngx_http_prefix_route_holder_t);
+    return idx->sh->entries * sizeof(ngx_http_prefix_route_entry_t)
+           + idx->sh->holders * sizeof(ngx_http_prefix_route_holder_t);
 }
 
 

@@ -202,11 +202,11 @@ ngx_int_t ngx_http_prefix_route_index_check(
     ngx_http_prefix_route_index_t *idx, ngx_pool_t *pool, ngx_log_t *log);
 
 /*
- * Bytes of zone memory an entry and a holder take (their slab chunk
- * sizes), for the status endpoint's memory figures.
+ * Bytes of zone memory the index's entries and holders take, their slab
+ * chunks of 32 bytes (the hash table's buckets, 4 bytes per 128 bytes of
+ * zone, are not counted).  The caller holds the zone mutex.
  */
-size_t ngx_http_prefix_route_index_entry_size(void);
-size_t ngx_http_prefix_route_index_holder_size(void);
+size_t ngx_http_prefix_route_index_bytes(ngx_http_prefix_route_index_t *idx);
 
 
 #endif /* _NGX_HTTP_PREFIX_ROUTE_INDEX_H_INCLUDED_ */

@@ -342,9 +342,13 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         ngx_http_upstream_rr_peers_rlock(peers);
         ngx_shmtx_lock(&shpool->mutex);
 
-        st->errors = check ? ngx_http_prefix_route_index_check(&prcf->index,
-                                                    r->pool, r->connection->log)
-                           : -1;
+        st->errors = -1;
+
+        if (check) {
+            st->errors = ngx_http_prefix_route_index_check(&prcf->index,
+                                                           r->pool,
+                                                           r->connection->log);
+        }
 
         st->v[NGX_HTTP_PREFIX_ROUTE_U_USED] =
                       (uint64_t) ((shpool->end - shpool->start) / ngx_pagesize
@@ -355,8 +359,7 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN] = sh->forgotten;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_CAPPED] = sh->capped;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_INDEX_BYTES] =
-                       sh->entries * ngx_http_prefix_route_index_entry_size()
-                       + sh->holders * ngx_http_prefix_route_index_holder_size();
+                                 ngx_http_prefix_route_index_bytes(&prcf->index);
 
         ngx_http_prefix_route_status_peers(prcf, peers, st, size);
 

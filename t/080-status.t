@@ -55,12 +55,12 @@ A MISS then a HIT of the same system prompt (the 1009-byte system segment
 is 15 full blocks, 960 bytes), and a GET without a prompt (BYPASS).  A
 prompt is 1116 bytes: RS "system" US "c" + 1000, RS "user" US "c" + 100,
 17 full blocks; the two share 15, so the index holds 19, all on the
-backend that got both.
+backend that got both: 19 entries and 19 pairs of 32 bytes, 1216 bytes.
 --- request eval
 [::ask("first"), ::ask("second"), "GET /v1/models", "GET /status"]
 --- response_body_like eval
 ["^b[12]\n\$", "^b[12]\n\$", "^b[12]\n\$",
- qr/\A\{"upstreams":\[\{"name":"llm","zone":"llm","zone_size":1048576,"zone_used":\d+,"blocks":19,"holders":19,"evictions":0,"forgotten":0,"index_bytes":\d+,"capped":0,"prompt_bytes":2232,"matched_bytes":960,"requests":\{"BYPASS":1,"MISS":1,"HIT":1,"SPILL":0\},"lock_hold_ns_log2":\[(?:\d+,){31}\d+\],"peers":\[\{"name":"127\.0\.0\.1:19401","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"requests":(?:2|0),"hits":(?:1|0)\},\{"name":"127\.0\.0\.1:19402","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"requests":(?:2|0),"hits":(?:1|0)\}\]\},\{"name":"other","zone":"other",.*"requests":\{"BYPASS":0,"MISS":0,"HIT":0,"SPILL":0\}.*\]\}\n\z/s]
+ qr/\A\{"upstreams":\[\{"name":"llm","zone":"llm","zone_size":1048576,"zone_used":\d+,"blocks":19,"holders":19,"evictions":0,"forgotten":0,"index_bytes":1216,"capped":0,"prompt_bytes":2232,"matched_bytes":960,"requests":\{"BYPASS":1,"MISS":1,"HIT":1,"SPILL":0\},"lock_hold_ns_log2":\[(?:\d+,){31}\d+\],"peers":\[\{"name":"127\.0\.0\.1:19401","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"requests":(?:2|0),"hits":(?:1|0)\},\{"name":"127\.0\.0\.1:19402","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"requests":(?:2|0),"hits":(?:1|0)\}\]\},\{"name":"other","zone":"other",.*"requests":\{"BYPASS":0,"MISS":0,"HIT":0,"SPILL":0\}.*\]\}\n\z/s]
 --- response_headers eval
 ["", "", "", "Content-Type: application/json"]
 

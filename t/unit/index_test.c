@@ -270,9 +270,7 @@ test_pressure(void)
 
     /* every entry has a holder: a (block, peer) pair costs 64 bytes at most */
 
-    test_ok((idx.sh->entries * ngx_http_prefix_route_index_entry_size()
-             + idx.sh->holders * ngx_http_prefix_route_index_holder_size())
-            <= 64 * idx.sh->holders,
+    test_ok(ngx_http_prefix_route_index_bytes(&idx) <= 64 * idx.sh->holders,
             "pressure: the index takes at most 64 bytes a pair");
 }
 
