@@ -589,3 +589,26 @@ stress: all $(NGINX_BIN) stress-deps
 	    t/stress/run $(CURDIR)/$(MODULE) $(STRESS)
 
 check: stress
+
+
+# --- Soak --------------------------------------------------------------------
+#
+#   make soak [SOAK_MINUTES=30]
+#                   t/stress/soak: SOAK_MINUTES of hot shared prefixes,
+#                   conversations, distinct prompts and hostile bodies at
+#                   ~80% of this machine's measured capacity, through
+#                   nginx (2 workers) with a 1m zone over 4 backends; a
+#                   reload every 30 s and a worker killed with SIGKILL
+#                   every 2 minutes.  Fails on a crash, a lost request,
+#                   worker RSS growth (> 10% or 5 MB), an index check
+#                   error (status?check=1 every ~10 s) or in-flight work
+#                   left behind.  Loopback ports 19861-19865; at most
+#                   SOAK_MINUTES + 4 minutes.  Not part of "make check".
+
+SOAK_MINUTES ?= 30
+
+.PHONY: soak
+
+soak: all $(NGINX_BIN) stress-deps
+	NGINX_BIN=$(NGINX_BIN) SOAK_MINUTES=$(SOAK_MINUTES) \
+	    t/stress/soak $(CURDIR)/$(MODULE)
