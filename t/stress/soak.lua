@@ -33,6 +33,7 @@
 --   SOAK_THREADS  wrk's -t (1), to share the rate
 --   SOAK_TAG      a word in every prompt, so that two runs differ ("soak")
 --   SOAK_CLOSE    1: "Connection: close", a connection a request
+--   SOAK_HOSTILE  0: no hostile bodies, distinct prompts in their slots
 --
 -- Every request carries "X-Soak: KIND" (hot, conv, distinct, or h-VARIANT
 -- for a hostile body), for the logs of nginx.  done() prints one line:
@@ -44,6 +45,7 @@ local ffi = require("ffi")
 local rate = tonumber(os.getenv("SOAK_RATE") or "0")
 local nthreads = tonumber(os.getenv("SOAK_THREADS") or "1")
 local tag = os.getenv("SOAK_TAG") or "soak"
+local hostile_on = os.getenv("SOAK_HOSTILE") ~= "0"
 
 local words = {
     "the", "model", "reads", "a", "prompt", "and", "answers", "with",
@@ -246,6 +248,9 @@ local hostile_next = 0
 function request()
     sent = sent + 1
     local kind = slots[sent % #slots + 1]
+    if kind == "hostile" and not hostile_on then
+        kind = "distinct"
+    end
     local body
     gen[kind] = gen[kind] + 1
     if kind == "hot" then
