@@ -359,7 +359,7 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN] = sh->forgotten;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_CAPPED] = sh->capped;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_INDEX_BYTES] =
-                                 ngx_http_prefix_route_index_bytes(&prcf->index);
+                               ngx_http_prefix_route_index_bytes(&prcf->index);
 
         ngx_http_prefix_route_status_peers(prcf, peers, st, size);
 
