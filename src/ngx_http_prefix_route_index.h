@@ -96,8 +96,7 @@ typedef struct {
     ngx_uint_t                       entries;   /* indexed blocks */
     ngx_uint_t                       holders;   /* (block, peer) pairs */
     ngx_uint_t                       evictions; /* holders dropped: memory */
-    ngx_uint_t                       forgotten; /* holders dropped: capacity
-                                                   or a failed attempt */
+    ngx_uint_t                       forgotten; /* holders dropped: capacity */
     ngx_uint_t                       capped;    /* lookups cut short */
 
     ngx_uint_t                       nworkers;  /* slots, then one shared */
