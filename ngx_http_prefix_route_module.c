@@ -417,12 +417,12 @@ ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     prcf->since = ngx_palloc(cf->pool, n * sizeof(ngx_msec_t));
     prcf->cand = ngx_palloc(cf->pool,
                             n * sizeof(ngx_http_prefix_route_candidate_t));
-    prcf->index.chain = ngx_palloc(cf->pool,
-                                   prcf->max_prefix / prcf->block
-                                   * sizeof(ngx_http_prefix_route_entry_t *));
 
     if (prcf->held == NULL || prcf->leaf == NULL || prcf->since == NULL
-        || prcf->cand == NULL || prcf->index.chain == NULL)
+        || prcf->cand == NULL
+        || ngx_http_prefix_route_index_scratch(&prcf->index, cf->pool,
+                                               prcf->max_prefix / prcf->block)
+           != NGX_OK)
     {
         return NGX_ERROR;
     }

@@ -120,6 +120,17 @@ static int ngx_libc_cdecl ngx_http_prefix_route_index_cmp(const void *a,
 
 
 ngx_int_t
+ngx_http_prefix_route_index_scratch(ngx_http_prefix_route_index_t *idx,
+    ngx_pool_t *pool, ngx_uint_t nblocks)
+{
+    idx->chain = ngx_palloc(pool,
+                            nblocks * sizeof(ngx_http_prefix_route_entry_t *));
+
+    return idx->chain ? NGX_OK : NGX_ERROR;
+}
+
+
+ngx_int_t
 ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
     ngx_slab_pool_t *shpool, ngx_http_prefix_route_index_t *old,
     ngx_uint_t nworkers)

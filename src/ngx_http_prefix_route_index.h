@@ -126,6 +126,13 @@ typedef struct {
 
 
 /*
+ * Allocates from "pool" the process's scratch for records of up to
+ * "nblocks" blocks; at configuration time.  Returns NGX_OK or NGX_ERROR.
+ */
+ngx_int_t ngx_http_prefix_route_index_scratch(
+    ngx_http_prefix_route_index_t *idx, ngx_pool_t *pool, ngx_uint_t nblocks);
+
+/*
  * Sets up the index in a new zone, or takes over the one of the previous
  * cycle's zone ("old", NULL for a new zone).  "nworkers" is the number of
  * worker processes the zone keeps load for apart, each (a reused zone

@@ -168,8 +168,12 @@ test_zone(size_t size, ngx_uint_t npeers_)
     ngx_slab_init(zone);
 
     ngx_memzero(&idx, sizeof(idx));
-    idx.chain = ngx_palloc(test_pool,
-                           TEST_MAX_BLOCKS * sizeof(void *));
+
+    if (ngx_http_prefix_route_index_scratch(&idx, test_pool, TEST_MAX_BLOCKS)
+        != NGX_OK)
+    {
+        exit(1);
+    }
 
     if (ngx_http_prefix_route_index_init(&idx, zone, NULL, 4) != NGX_OK) {
         fprintf(stderr, "index init failed\n");
