@@ -40,6 +40,15 @@
  */
 #define NGX_HTTP_PREFIX_ROUTE_VISITS(n)     (4 * (n) + 64)
 
+/*
+ * The tie-break key is the prompt's first turn, at most this many bytes:
+ * prompts sent as one long message (RAG, agents, the Mooncake trace)
+ * continue one another without a turn boundary, and those that share
+ * their first 2k tokens then rank the servers alike, so that nginx
+ * instances place them alike (docs/design.md, "Choosing a server").
+ */
+#define NGX_HTTP_PREFIX_ROUTE_KEY_SIZE      8192
+
 /* how often each worker looks for dead workers' load, ms */
 #define NGX_HTTP_PREFIX_ROUTE_SWEEP         1000
 
@@ -78,6 +87,7 @@ typedef struct {
     ngx_http_prefix_route_peer_t       *sent;
     ngx_uint_t                          cell;        /* load cell charged */
     uint64_t                            uncached;    /* bytes */
+    unsigned                            started:1;   /* answering */
     ngx_uint_t                          recorded[2]; /* blocks added to the
                                                         index for it */
 } ngx_http_prefix_route_ctx_t;
@@ -132,6 +142,8 @@ static char *ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd,
 static char *ngx_http_prefix_route_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static void ngx_http_prefix_route_count(void *data);
+static ngx_int_t ngx_http_prefix_route_body_filter(ngx_http_request_t *r,
+    ngx_chain_t *in);
 
 
 static ngx_command_t  ngx_http_prefix_route_commands[] = {
@@ -200,6 +212,8 @@ ngx_str_t  ngx_http_prefix_route_status_names[] = {
 static size_t      ngx_http_prefix_route_json_left;
 static ngx_uint_t  ngx_http_prefix_route_json_limited;
 static ngx_uint_t  ngx_http_prefix_route_json_refused;
+
+static ngx_http_output_body_filter_pt  ngx_http_next_body_filter;
 
 /* the sweep timer; its connection only names it in debug logs */
 static ngx_event_t       ngx_http_prefix_route_sweep_event;
@@ -413,12 +427,10 @@ ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     }
 
     prcf->held = ngx_palloc(cf->pool, n * sizeof(ngx_uint_t));
-    prcf->leaf = ngx_pnalloc(cf->pool, n);
-    prcf->since = ngx_palloc(cf->pool, n * sizeof(ngx_msec_t));
     prcf->cand = ngx_palloc(cf->pool,
                             n * sizeof(ngx_http_prefix_route_candidate_t));
 
-    if (prcf->held == NULL || prcf->leaf == NULL || prcf->since == NULL
+    if (prcf->held == NULL
         || prcf->cand == NULL
         || ngx_http_prefix_route_index_scratch(&prcf->index, cf->pool,
                                                prcf->max_prefix / prcf->block)
@@ -730,7 +742,10 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ctx->nblocks = ngx_http_prefix_route_hash_blocks(pr.buf, pr.len,
                                                      prcf->block, pr.seed,
                                                      ctx->hash, max);
-    ctx->key = ngx_http_prefix_route_hash(pr.buf, pr.key, pr.seed);
+    ctx->key = ngx_http_prefix_route_hash(pr.buf,
+                                      ngx_min(pr.key,
+                                              NGX_HTTP_PREFIX_ROUTE_KEY_SIZE),
+                                      pr.seed);
     ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
 
     /* only the hashes are kept: the prompt text goes at once */
@@ -922,7 +937,7 @@ failed:
  * server and its position in the list, or NULL when none is usable.  The
  * caller holds the peers lock; the zone mutex is taken inside it twice,
  * for the lookup and for the record, and what needs no lock is done
- * outside: usability, ranks, decays and the choice itself.
+ * outside: usability, ranks and the choice itself.
  */
 
 static ngx_http_upstream_rr_peer_t *
@@ -934,7 +949,6 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     uint64_t                           *id, t, hold;
     uintptr_t                           m;
     ngx_int_t                           k;
-    ngx_msec_t                          msec;
     ngx_uint_t                          i, n, b, held;
     ngx_slab_pool_t                    *shpool;
     ngx_http_upstream_rr_peer_t        *peer, *best;
@@ -951,7 +965,6 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     shpool = idx->shpool;
 
     now = ngx_time();
-    msec = ngx_current_msec;
 
     /* collect: the usability rules of round robin, and the ranks */
 
@@ -982,21 +995,25 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     (void) ngx_http_prefix_route_index_match(idx, ctx->hash, ctx->nblocks,
                                    prcf->pos[b], prcf->npos, peers->number,
                                    NGX_HTTP_PREFIX_ROUTE_VISITS(peers->number),
-                                   prcf->held, prcf->leaf);
+                                   prcf->held);
 
     for (i = 0; i < peers->number; i++) {
         sp = shared[i];
         c = &prcf->cand[i];
 
         if (sp != NULL) {
-            c->queued = (double) sp->queued;
-            c->recent = sp->recent;
-            prcf->since[i] = sp->recent_time;
+            c->queued = (double) sp->load.queued;
+            c->outstanding = (double) sp->load.bytes;
+            c->inflight = sp->load.inflight;
+            c->decoding = sp->load.inflight - sp->load.waiting;
+            c->cached = sp->blocks;
 
         } else {
             c->queued = 0;
-            c->recent = 0;
-            prcf->since[i] = msec;
+            c->outstanding = 0;
+            c->inflight = 0;
+            c->decoding = 0;
+            c->cached = 0;
         }
     }
 
@@ -1011,10 +1028,6 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         c = &prcf->cand[i];
 
         c->match = prcf->held[i] * prcf->block;
-        c->sticky = prcf->leaf[i];
-        c->recent = ngx_http_prefix_route_load_recent(c->recent,
-                                                      prcf->since[i], msec,
-                                                      prcf->decay);
 
         if (c->usable && c->match > longest) {
             longest = c->match;
@@ -1022,7 +1035,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     }
 
     k = ngx_http_prefix_route_choose(prcf->cand, peers->number, ctx->len,
-                                     prcf->affinity, prcf->block);
+                                     &prcf->choice);
 
     if (k == NGX_ERROR) {
         ngx_http_prefix_route_held(idx->sh, hold);
@@ -1058,9 +1071,11 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         ngx_shmtx_lock(&shpool->mutex);
         t = ngx_http_prefix_route_clock();
 
+        ctx->started = 0;
         ctx->cell = ngx_http_prefix_route_load_charge(idx, sp,
                               ctx->uncached
-                              + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
+                              + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
+                              ctx->len);
         sp->requests++;
 
         if (c->match) {
@@ -1090,7 +1105,6 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 {
     ngx_http_prefix_route_ctx_t  *ctx = data;
 
-    ngx_msec_t                     msec;
     ngx_http_prefix_route_index_t *idx;
     ngx_http_prefix_route_peer_t  *sp;
 
@@ -1098,23 +1112,19 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 
     if (sp != NULL) {
         idx = &ctx->conf->index;
-        msec = ngx_current_msec;
 
         ngx_shmtx_lock(&idx->shpool->mutex);
 
-        ngx_http_prefix_route_load_discharge(idx, sp, ctx->cell,
+        ngx_http_prefix_route_load_discharge(sp, ctx->cell,
                               ctx->uncached
-                              + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
+                              + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
+                              ctx->len, ctx->started);
 
         if (state & NGX_PEER_FAILED) {
             /* the peer may never have received the prompt */
             ngx_http_prefix_route_index_forget(idx, ctx->hash,
                                                ctx->recorded[0],
                                                ctx->recorded[1], sp);
-
-        } else {
-            ngx_http_prefix_route_load_finish(sp, ctx->uncached, msec,
-                                              ctx->conf->decay);
         }
 
         ngx_shmtx_unlock(&idx->shpool->mutex);
@@ -1251,7 +1261,8 @@ ngx_http_prefix_route_variable(ngx_http_request_t *r,
  * the upstream over, as it does from any other method; nginx only warns,
  * which would leave the zone unused and the variables empty without a
  * word, so here it is an error.  Upstreams are initialised by now: the
- * balancer's init has run if prefix_route is still in charge.
+ * balancer's init has run if prefix_route is still in charge.  Then the
+ * body filter goes into the chain.
  */
 
 static ngx_int_t
@@ -1287,7 +1298,50 @@ ngx_http_prefix_route_check(ngx_conf_t *cf)
         }
     }
 
+    ngx_http_next_body_filter = ngx_http_top_body_filter;
+    ngx_http_top_body_filter = ngx_http_prefix_route_body_filter;
+
     return NGX_OK;
+}
+
+
+/*
+ * The first bytes of a prefix_route response: a streamed answer begins
+ * when the engine's prefill of the prompt is over, so the request's
+ * prefill work leaves its server's queue here, and it counts as decoding
+ * until it ends.  A response that is not streamed begins at its end.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
+{
+    ngx_chain_t                    *cl;
+    ngx_http_prefix_route_ctx_t    *ctx;
+    ngx_http_prefix_route_index_t  *idx;
+
+    ctx = ngx_http_get_module_ctx(r, ngx_http_prefix_route_module);
+
+    if (ctx == NULL || ctx->sent == NULL || ctx->started) {
+        return ngx_http_next_body_filter(r, in);
+    }
+
+    for (cl = in; cl != NULL; cl = cl->next) {
+
+        if (ngx_buf_size(cl->buf) > 0) {
+            idx = &ctx->conf->index;
+
+            ngx_shmtx_lock(&idx->shpool->mutex);
+            ngx_http_prefix_route_load_start(ctx->sent, ctx->cell,
+                                             ctx->uncached
+                                         + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
+            ngx_shmtx_unlock(&idx->shpool->mutex);
+
+            ctx->started = 1;
+            break;
+        }
+    }
+
+    return ngx_http_next_body_filter(r, in);
 }
 
 
@@ -1311,8 +1365,9 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
     conf->block = 64;
     conf->max_prefix = 65536;
     conf->capacity = 2 * 1024 * 1024;
-    conf->affinity = 100;
-    conf->decay = 5000;
+    conf->choice.policy = NGX_HTTP_PREFIX_ROUTE_POLICY_TTFT;
+    conf->choice.affinity = 100;
+    conf->choice.max_load = 150;
 
     return conf;
 }
@@ -1320,7 +1375,8 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
 
 /*
  * prefix_route zone=name:size [block=size] [max_prefix=size]
- *              [capacity=size] [affinity=number] [decay=time];
+ *              [capacity=size] [affinity=number] [policy=ttft|cache_aware]
+ *              [max_load=percent|off];
  *
  * Defaults and units are in README.md and docs/reference.md.
  */
@@ -1334,7 +1390,6 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ssize_t                        size;
     ngx_str_t                     *value, name, s;
     ngx_int_t                      n;
-    ngx_msec_t                     ms;
     ngx_uint_t                     i, j;
     ngx_http_upstream_srv_conf_t  *uscf;
 
@@ -1495,26 +1550,57 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                 return NGX_CONF_ERROR;
             }
 
-            prcf->affinity = n;
+            prcf->choice.affinity = n;
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "policy=ttft") == 0) {
+            prcf->choice.policy = NGX_HTTP_PREFIX_ROUTE_POLICY_TTFT;
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "policy=cache_aware") == 0) {
+            prcf->choice.policy = NGX_HTTP_PREFIX_ROUTE_POLICY_CACHE_AWARE;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "policy=", 7) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid policy \"%V\", it must be "
+                               "\"ttft\" or \"cache_aware\"", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        if (ngx_strcmp(value[i].data, "max_load=off") == 0) {
+            prcf->choice.max_load = 0;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_load=", 9) == 0) {
+
+            n = NGX_ERROR;
+
+            if (value[i].data[value[i].len - 1] == '%') {
+                n = ngx_atoi(value[i].data + 9, value[i].len - 10);
+            }
+
+            if (n == NGX_ERROR || n < 100 || n > 10000) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid max_load \"%V\", it must be "
+                                   "a percentage from 100%% to 10000%%, "
+                                   "or \"off\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            prcf->choice.max_load = n;
             continue;
         }
 
         if (ngx_strncmp(value[i].data, "decay=", 6) == 0) {
-
-            s.data = value[i].data + 6;
-            s.len = value[i].len - 6;
-
-            ms = ngx_parse_time(&s, 0);
-
-            if (ms == (ngx_msec_t) NGX_ERROR) {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid decay \"%V\", it must be "
-                                   "a time (500ms, 5s, 1m...), 0 to "
-                                   "forget at once", &value[i]);
-                return NGX_CONF_ERROR;
-            }
-
-            prcf->decay = ms;
+            ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                               "the \"decay\" parameter is obsolete and "
+                               "ignored: the cost model uses no decayed "
+                               "work since policy=ttft");
             continue;
         }
 
@@ -1529,6 +1615,8 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                            "the \"zone=name:size\" parameter");
         return NGX_CONF_ERROR;
     }
+
+    prcf->choice.slack = prcf->block;
 
     if (prcf->capacity && prcf->capacity < prcf->block) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

@@ -35,8 +35,9 @@ typedef struct {
     size_t                              block;       /* bytes */
     size_t                              max_prefix;  /* bytes */
     size_t                              capacity;    /* bytes per peer */
-    ngx_uint_t                          affinity;    /* percent */
-    ngx_msec_t                          decay;       /* half-life, ms */
+    ngx_http_prefix_route_choice_t      choice;      /* policy=,
+                                                        affinity=,
+                                                        max_load= */
 
     /* per server of the upstream: [0] primary, [1] backup, in list order */
     ngx_http_upstream_rr_peers_t       *peers;
@@ -49,8 +50,6 @@ typedef struct {
 
     /* a balancer call's scratch, for the longer list */
     ngx_uint_t                         *held;        /* blocks per peer */
-    u_char                             *leaf;
-    ngx_msec_t                         *since;       /* recent work's time */
     ngx_http_prefix_route_candidate_t  *cand;
 } ngx_http_prefix_route_srv_conf_t;
 

@@ -11,25 +11,66 @@
 #include "ngx_http_prefix_route_choice.h"
 
 
-static ngx_int_t ngx_http_prefix_route_top(
-    ngx_http_prefix_route_candidate_t *c, ngx_uint_t n, double limit,
-    size_t match);
+/*
+ * Costs within 1/CLOSE of the lowest are equal: the estimate counts
+ * bytes, not the tokens and steps the engine will really run, and each
+ * nginx instance sees only its own requests (docs/design.md).
+ */
+#define NGX_HTTP_PREFIX_ROUTE_CLOSE        8
+
+/*
+ * Requests a server may take beyond max_load of the mean: with a few
+ * requests in flight, one more is a large share, and moving a
+ * conversation for it costs more than the imbalance
+ */
+#define NGX_HTTP_PREFIX_ROUTE_ROOM         2
+
+/* policy=cache_aware: in-flight spread beyond which load alone decides */
+#define NGX_HTTP_PREFIX_ROUTE_IMBALANCE    15
+
+
+static ngx_int_t ngx_http_prefix_route_ttft(
+    ngx_http_prefix_route_candidate_t *c, ngx_uint_t n, size_t len,
+    ngx_http_prefix_route_choice_t *conf);
+static ngx_int_t ngx_http_prefix_route_cache_aware(
+    ngx_http_prefix_route_candidate_t *c, ngx_uint_t n);
+static ngx_uint_t ngx_http_prefix_route_better(
+    ngx_http_prefix_route_candidate_t *a, ngx_http_prefix_route_candidate_t *b,
+    ngx_uint_t by_match, ngx_uint_t by_cost);
 
 
 ngx_int_t
 ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
-    ngx_uint_t n, size_t len, ngx_uint_t affinity, size_t slack)
+    ngx_uint_t n, size_t len, ngx_http_prefix_route_choice_t *conf)
 {
-    double      credit, load, best, total, tie, weight;
-    size_t      longest;
-    ngx_int_t   chosen;
-    ngx_uint_t  i, known, usable;
+    if (conf->policy == NGX_HTTP_PREFIX_ROUTE_POLICY_CACHE_AWARE) {
+        return ngx_http_prefix_route_cache_aware(c, n);
+    }
 
-    best = HUGE_VAL;
+    return ngx_http_prefix_route_ttft(c, n, len, conf);
+}
+
+
+static ngx_int_t
+ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
+    ngx_uint_t n, size_t len, ngx_http_prefix_route_choice_t *conf)
+{
+    double      decode, weight, total, room, best, limit, share;
+    size_t      longest;
+    uint64_t    cached;
+    ngx_int_t   chosen;
+    ngx_uint_t  i, inflight, bounded, usable;
+
     total = 0;
-    longest = 0;
-    known = 0;
+    inflight = 0;
     usable = 0;
+    longest = 0;
+
+    for (i = 0; i < n; i++) {
+        if (c[i].usable && c[i].match > longest) {
+            longest = c[i].match;
+        }
+    }
 
     for (i = 0; i < n; i++) {
 
@@ -37,88 +78,115 @@ ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
             continue;
         }
 
-        credit = (double) c[i].match * affinity / 100;
-        load = c[i].sticky ? 0 : c[i].recent - credit;
-
-        if (load < 0) {
-            load = 0;
-        }
-
-        load += c[i].queued;
+        decode = ngx_min(c[i].decoding, NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS / 2);
         weight = c[i].weight > 0 ? c[i].weight : 1;
 
-        c[i].cost = (load + (double) len - credit) / weight;
+        c[i].cost = (c[i].queued + (double) (len - c[i].match))
+                    * NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS
+                    / (NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS - decode) / weight
+                    + (double) (longest - c[i].match) * conf->affinity / 100;
 
-        if (c[i].cost < best) {
-            best = c[i].cost;
-        }
-
-        total += load / weight;
+        total += weight;
+        inflight += c[i].inflight;
         usable++;
-
-        if (c[i].match > longest) {
-            longest = c[i].match;
-        }
-
-        if (c[i].sticky && c[i].match) {
-            known = 1;
-        }
     }
 
     if (usable == 0) {
         return NGX_ERROR;
     }
 
-    if (!known) {
+    /* the load bound: room for this request, rounded up */
 
-        /*
-         * A prompt that no peer holds as its own conversation goes to the
-         * highest ranked of the peers with the longest match whose cost
-         * is within half the mean load (or a quarter of the prompt) of
-         * the lowest: nginx instances that do not share an index then
-         * agree on where a conversation goes, as long as no peer has more
-         * than about 1.5 times the mean load ("consistent hashing with
-         * bounded loads", Mirrokni, Thorup and Zadimoghaddam, 2018).  The
-         * half was measured with bench/: the whole mean let busy time
-         * max/mean reach 1.28 on shared-prefix groups, a quarter left 3
-         * instances at 0.90 of one instance's hit rate on multi-turn
-         * chat (docs/design.md, "Choosing a peer").
-         */
+    bounded = 0;
 
-        tie = ngx_max(total / usable / 2, (double) len / 4);
+    for (i = 0; i < n; i++) {
 
-        chosen = ngx_http_prefix_route_top(c, n, best + ngx_max(tie, slack),
-                                           longest);
-        if (chosen != NGX_ERROR) {
-            return chosen;
+        c[i].room = 0;
+
+        if (!c[i].usable) {
+            continue;
+        }
+
+        weight = c[i].weight > 0 ? c[i].weight : 1;
+        room = ceil((double) conf->max_load / 100 * (inflight + 1) * weight
+                    / total)
+               + NGX_HTTP_PREFIX_ROUTE_ROOM;
+
+        if (conf->max_load == 0 || c[i].inflight + 1 <= room) {
+            c[i].room = 1;
+            bounded++;
         }
     }
 
-    return ngx_http_prefix_route_top(c, n, best + slack, 0);
-}
+    /* with weights the least loaded may have no room: then all have */
 
+    if (bounded == 0) {
+        for (i = 0; i < n; i++) {
+            c[i].room = c[i].usable;
+        }
+    }
 
-/*
- * The usable candidate of the highest rank among those that cost at most
- * "limit" and hold at least "match" bytes; NGX_ERROR if there is none.
- */
+    best = HUGE_VAL;
 
-static ngx_int_t
-ngx_http_prefix_route_top(ngx_http_prefix_route_candidate_t *c,
-    ngx_uint_t n, double limit, size_t match)
-{
-    ngx_int_t   chosen;
-    ngx_uint_t  i;
+    for (i = 0; i < n; i++) {
+
+        if (c[i].room && c[i].cost < best) {
+            best = c[i].cost;
+        }
+    }
+
+    limit = best + ngx_max((double) conf->slack,
+                           best / NGX_HTTP_PREFIX_ROUTE_CLOSE);
+
+    /* among equal costs, a bound on each server's share of the index */
+
+    cached = 0;
+    total = 0;
+
+    for (i = 0; i < n; i++) {
+        if (c[i].usable) {
+            cached += c[i].cached;
+            total += c[i].weight > 0 ? c[i].weight : 1;
+        }
+    }
 
     chosen = NGX_ERROR;
 
     for (i = 0; i < n; i++) {
 
-        if (!c[i].usable || c[i].cost > limit || c[i].match < match) {
+        if (!c[i].room || c[i].cost > limit) {
             continue;
         }
 
-        if (chosen == NGX_ERROR || c[i].rank > c[chosen].rank) {
+        weight = c[i].weight > 0 ? c[i].weight : 1;
+        share = (double) conf->max_load / 100 * cached * weight / total;
+
+        if (conf->max_load && c[i].cached > share) {
+            continue;
+        }
+
+        if (chosen == NGX_ERROR
+            || ngx_http_prefix_route_better(&c[i], &c[chosen], 0, 0))
+        {
+            chosen = i;
+        }
+    }
+
+    if (chosen != NGX_ERROR) {
+        return chosen;
+    }
+
+    /* none of the equal costs under the share: the highest rank of them */
+
+    for (i = 0; i < n; i++) {
+
+        if (!c[i].room || c[i].cost > limit) {
+            continue;
+        }
+
+        if (chosen == NGX_ERROR
+            || ngx_http_prefix_route_better(&c[i], &c[chosen], 0, 0))
+        {
             chosen = i;
         }
     }
@@ -127,17 +195,65 @@ ngx_http_prefix_route_top(ngx_http_prefix_route_candidate_t *c,
 }
 
 
-double
-ngx_http_prefix_route_decay(double work, ngx_msec_int_t elapsed,
-    ngx_msec_t half_life)
+static ngx_int_t
+ngx_http_prefix_route_cache_aware(ngx_http_prefix_route_candidate_t *c,
+    ngx_uint_t n)
 {
-    if (half_life == 0) {
-        return 0;
+    ngx_int_t   chosen;
+    ngx_uint_t  i, most, least, by_match;
+
+    most = 0;
+    least = NGX_MAX_UINT32_VALUE;
+
+    for (i = 0; i < n; i++) {
+
+        if (!c[i].usable) {
+            continue;
+        }
+
+        c[i].cost = c[i].outstanding;
+
+        most = ngx_max(most, c[i].inflight);
+        least = ngx_min(least, c[i].inflight);
     }
 
-    if (elapsed <= 0) {
-        return work;
+    by_match = (most - least <= NGX_HTTP_PREFIX_ROUTE_IMBALANCE);
+    chosen = NGX_ERROR;
+
+    for (i = 0; i < n; i++) {
+
+        if (!c[i].usable) {
+            continue;
+        }
+
+        if (chosen == NGX_ERROR
+            || ngx_http_prefix_route_better(&c[i], &c[chosen], by_match, 1))
+        {
+            chosen = i;
+        }
     }
 
-    return work * exp2(-(double) elapsed / half_life);
+    return chosen;
+}
+
+
+/*
+ * Whether "a" goes before "b": the longer match if "by_match", then the
+ * lower cost if "by_cost", then the higher rank.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_better(ngx_http_prefix_route_candidate_t *a,
+    ngx_http_prefix_route_candidate_t *b, ngx_uint_t by_match,
+    ngx_uint_t by_cost)
+{
+    if (by_match && a->match != b->match) {
+        return a->match > b->match;
+    }
+
+    if (by_cost && a->cost != b->cost) {
+        return a->cost < b->cost;
+    }
+
+    return a->rank > b->rank;
 }

@@ -13,67 +13,100 @@
 
 
 /*
- * One peer as the cost model sees it.  All work figures are in bytes of
+ * The token budget of one engine step with chunked prefill: vLLM's default
+ * max_num_batched_tokens on GPUs of 70 GiB or more (EngineArgs, vllm/
+ * engine/arg_utils.py; SGLang's default chunked_prefill_size is the
+ * same).  Each request decoding takes one token of it in every step.
+ */
+#define NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS  8192
+
+
+/* prefix_route policy=: how a server is chosen */
+typedef enum {
+    NGX_HTTP_PREFIX_ROUTE_POLICY_TTFT = 0,
+    NGX_HTTP_PREFIX_ROUTE_POLICY_CACHE_AWARE
+} ngx_http_prefix_route_policy_e;
+
+
+/* the prefix_route parameters the choice depends on */
+typedef struct {
+    ngx_http_prefix_route_policy_e  policy;
+    ngx_uint_t                      affinity;   /* percent: weight of the
+                                                   prefill redone */
+    ngx_uint_t                      max_load;   /* percent of the mean
+                                                   requests in flight;
+                                                   0: no bound */
+    size_t                          slack;      /* bytes: equal costs */
+} ngx_http_prefix_route_choice_t;
+
+
+/*
+ * One server as the choice sees it.  Work figures are in bytes of
  * canonical prompt, the module's unit of prefill work (about 4 bytes per
  * token for English text with Llama-3's tokenizer).
  */
 typedef struct {
-    double          queued;     /* prefill work sent to it and not finished */
-    double          recent;     /* prefill work it finished, decayed */
-    size_t          match;      /* bytes of this prompt it holds */
-    ngx_int_t       weight;     /* server weight, >= 1 */
-    uint64_t        rank;       /* tie-break: hash of prefix key and name */
-    unsigned        usable:1;   /* up, not tried, under max_conns */
-    unsigned        sticky:1;   /* it holds the prompt up to where an
-                                   earlier prompt ended: a conversation */
+    double          queued;      /* prefill work sent to it that has not
+                                    started to answer */
+    double          outstanding; /* prompt bytes of its requests in flight */
+    ngx_uint_t      inflight;    /* requests in flight */
+    ngx_uint_t      decoding;    /* of which answering (past prefill) */
+    size_t          match;       /* bytes of this prompt it holds */
+    ngx_uint_t      cached;      /* blocks the index has on it */
+    ngx_int_t       weight;      /* server weight, >= 1 */
+    uint64_t        rank;        /* tie-break: hash of prompt key, name */
+    unsigned        usable:1;    /* up, not tried, under max_conns */
 
-    double          cost;       /* set by ngx_http_prefix_route_choose() */
+    /* set by ngx_http_prefix_route_choose() */
+    double          cost;
+    unsigned        room:1;      /* under the load bound */
 } ngx_http_prefix_route_candidate_t;
 
 
 /*
- * Estimated time to first token of a prompt of "len" bytes on each usable
- * candidate, in bytes of prefill work divided by the server weight:
+ * Chooses a server for a prompt of "len" bytes among the usable
+ * candidates "c" (docs/design.md, "Choosing a server").
  *
- *     credit = affinity / 100 * match
- *     spread = sticky ? 0 : max(0, recent - credit)
- *     cost   = (queued + spread + len - credit) / weight
+ * policy=ttft: the cost is the estimated time to first token on each
+ * server plus the prefill the fleet would redo there, in bytes of prompt:
  *
- * "queued" is the prefill queue the request waits behind; "len - credit"
- * is the part of the prompt the peer must compute (NVIDIA Dynamo's KV
- * router scores peers the same way).  Recent work is a longer-term load
- * signal that spreads new prompts, and new conversations behind a shared
- * preamble, over idle peers; the recent work that built the matched prefix
- * is no reason to leave a peer, so the credit is taken off it, and a peer
- * that holds the conversation itself ("sticky") is not charged recent work
- * at all, so that only queued work moves a conversation (docs/design.md,
- * "Choosing a peer").
- * When no candidate holds the prompt as its own conversation ("sticky"),
- * the highest rank wins among the candidates with the longest match
- * whose cost is within half the mean load (queued + spread, over weight)
- * or a quarter of the prompt, whichever is more, of the lowest cost:
- * separate nginx instances then place a new or unknown conversation alike
- * unless one sees its peer loaded beyond about 1.5 times the mean
- * (rendezvous hashing with bounded loads, Mirrokni, Thorup and
- * Zadimoghaddam, 2018; the bound was chosen with bench/, see
- * docs/design.md).  Otherwise, and when no such candidate is found,
- * candidates whose cost is within "slack" bytes of the lowest are equal
- * and the highest rank among them wins.
+ *     ttft = (queued + len - match)
+ *            * STEP_TOKENS / (STEP_TOKENS - decoding) / weight
+ *     cost = ttft + affinity / 100 * (longest - match)
  *
- * Sets c[i].cost of the usable candidates and returns the index of the
- * chosen one, or NGX_ERROR (-1) when none is usable.
+ * The queue is the prefill of the requests sent there that have not begun
+ * to answer (a streamed answer begins when its prefill ends); the request
+ * waits behind it and then computes what the server does not hold
+ * (NVIDIA Dynamo's KV router scores the same two terms).  Requests
+ * decoding take one token each of every step's budget, which vLLM's
+ * chunked-prefill scheduler gives to running requests first, so they slow
+ * the prefill by STEP_TOKENS / (STEP_TOKENS - decoding) (at most 2x).
+ * "longest" is the longest match among the usable servers: a server
+ * without it recomputes the difference, GPU time lost to every request
+ * that queues there later, which affinity weighs against the request's
+ * own wait (1 by default: a byte recomputed costs what a byte waited).
+ * Only servers with room under the load bound may win: a server's
+ * requests in flight, this one included, at most max_load percent of the
+ * weighted mean rounded up, plus 2 ("consistent hashing with bounded
+ * loads", Mirrokni, Thorup and Zadimoghaddam, 2018); the least loaded
+ * always has room.  Costs within max(slack, 1/8 of the lowest) of the
+ * lowest are equal.  Among them, those whose share of the index is at
+ * most max_load percent of the mean (SGLang's router sends a request
+ * nothing matches to the worker with the smallest tree; here a bound, as
+ * for the load), then the highest rank wins: new prompts spread over an
+ * idle fleet, and nginx instances that see similar loads agree.
+ *
+ * policy=cache_aware, the simple rule of SGLang's router, AIBrix and
+ * Omni-Infer's nginx module, kept as a baseline: when the servers'
+ * requests in flight differ by more than 15, the least outstanding prompt
+ * bytes; otherwise the longest match, ties to the least outstanding
+ * bytes, then the highest rank.  It sets cost to the outstanding bytes.
+ *
+ * Returns the index of the chosen candidate, or NGX_ERROR (-1) when none
+ * is usable.
  */
 ngx_int_t ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
-    ngx_uint_t n, size_t len, ngx_uint_t affinity, size_t slack);
-
-/*
- * Work "work" remembered "elapsed" ms ago with a half-life of "half_life"
- * ms: work * 2^(-elapsed / half_life).  A half_life of 0 forgets at once.
- * A negative "elapsed" (a time stamped by another worker, whose cached
- * clock is a little ahead) counts as 0.
- */
-double ngx_http_prefix_route_decay(double work, ngx_msec_int_t elapsed,
-    ngx_msec_t half_life);
+    ngx_uint_t n, size_t len, ngx_http_prefix_route_choice_t *conf);
 
 
 #endif /* _NGX_HTTP_PREFIX_ROUTE_CHOICE_H_INCLUDED_ */

@@ -53,7 +53,7 @@ struct ngx_http_prefix_route_holder_s {
 
 /* the version of the structs above and in the header, kept in the zone */
 #define NGX_HTTP_PREFIX_ROUTE_LAYOUT                                         \
-    (0x50520100 + sizeof(ngx_http_prefix_route_sh_t)                         \
+    (0x50520200 + sizeof(ngx_http_prefix_route_sh_t)                         \
      + sizeof(ngx_http_prefix_route_peer_t)                                  \
      + sizeof(ngx_http_prefix_route_entry_t)                                 \
      + sizeof(ngx_http_prefix_route_holder_t))
@@ -290,7 +290,7 @@ done:
 ngx_uint_t
 ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t n, ngx_uint_t *pos, ngx_uint_t npos,
-    ngx_uint_t npeers, ngx_uint_t budget, ngx_uint_t *match, u_char *leaf)
+    ngx_uint_t npeers, ngx_uint_t budget, ngx_uint_t *match)
 {
     uint32_t                         last;
     ngx_uint_t                       d, i, k, found;
@@ -299,7 +299,6 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
 
     for (i = 0; i < npeers; i++) {
         match[i] = 0;
-        leaf[i] = 0;
     }
 
     d = ngx_http_prefix_route_index_deepest(idx, hash, n, &e);
@@ -334,7 +333,6 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
 
                     if (i < npeers && match[i] == 0) {
                         match[i] = k;
-                        leaf[i] = (e->children == 0);
                         found++;
                     }
                 }

@@ -42,6 +42,8 @@ typedef struct {
 /* a worker process's share of a server's load, ..._load.c */
 typedef struct {
     uint64_t                         queued;    /* bytes of prefill */
+    uint64_t                         bytes;     /* bytes of prompt */
+    ngx_uint_t                       waiting;   /* requests not answering */
     ngx_uint_t                       inflight;  /* requests */
 } ngx_http_prefix_route_cell_t;
 
@@ -56,11 +58,8 @@ typedef struct {
     ngx_uint_t                       slot;      /* number in the zone */
     ngx_uint_t                       blocks;    /* holders of this peer */
 
-    /* load, ngx_http_prefix_route_load.c: totals of cells[] */
-    uint64_t                         queued;    /* bytes of prefill */
-    ngx_uint_t                       inflight;  /* requests */
-    double                           recent;    /* bytes, decayed */
-    ngx_msec_t                       recent_time;
+    /* load, ngx_http_prefix_route_load.c */
+    ngx_http_prefix_route_cell_t     load;      /* the total of cells[] */
     ngx_http_prefix_route_cell_t    *cells;     /* [sh->nworkers + 1] */
 
     ngx_uint_t                       requests;  /* routed here */
@@ -155,9 +154,7 @@ ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
  * Longest-prefix lookup of a chain of n block hashes for the peers whose
  * slots "pos" maps to a position (pos[slot] < npeers; "npos" slots are
  * mapped, others are not candidates).  Sets match[i], in blocks, to the
- * number of leading blocks the peer at position i holds, and leaf[i] to 1
- * when no longer prompt went on from there: the prompt continues the one
- * that peer last received, as the next turn of a conversation does.
+ * number of leading blocks the peer at position i holds.
  * O(log n) tree lookups plus a walk of the matched blocks that visits
  * holders only where their number changes, at most "budget" of them:
  * peers not met by then keep 0 (counted in sh->capped).  Returns the
@@ -166,7 +163,7 @@ ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
 ngx_uint_t ngx_http_prefix_route_index_match(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
     ngx_uint_t *pos, ngx_uint_t npos, ngx_uint_t npeers, ngx_uint_t budget,
-    ngx_uint_t *match, u_char *leaf);
+    ngx_uint_t *match);
 
 /*
  * Records that "peer" received the prefix of n blocks.  On input *held is

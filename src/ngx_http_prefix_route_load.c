@@ -8,7 +8,6 @@
 #include <ngx_core.h>
 
 #include "ngx_http_prefix_route_load.h"
-#include "ngx_http_prefix_route_choice.h"
 
 
 static ngx_uint_t ngx_http_prefix_route_load_slot(
@@ -18,73 +17,66 @@ static ngx_uint_t ngx_http_prefix_route_load_orphans(
 
 
 /* this process, told apart from earlier ones of the same pid */
+static void ngx_http_prefix_route_load_add(ngx_http_prefix_route_cell_t *c,
+    uint64_t work, uint64_t bytes);
+static void ngx_http_prefix_route_load_sub(ngx_http_prefix_route_cell_t *c,
+    uint64_t work, uint64_t bytes, ngx_uint_t waiting, ngx_uint_t inflight);
+
+
 static uint64_t  ngx_http_prefix_route_nonce;
 
 
 ngx_uint_t
 ngx_http_prefix_route_load_charge(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_peer_t *peer, uint64_t work)
+    ngx_http_prefix_route_peer_t *peer, uint64_t work, uint64_t bytes)
 {
-    ngx_uint_t                     cell;
-    ngx_http_prefix_route_cell_t  *c;
+    ngx_uint_t  cell;
 
     cell = ngx_http_prefix_route_load_slot(idx);
-    c = &peer->cells[cell];
 
-    c->queued += work;
-    c->inflight++;
-
-    peer->queued += work;
-    peer->inflight++;
+    ngx_http_prefix_route_load_add(&peer->cells[cell], work, bytes);
+    ngx_http_prefix_route_load_add(&peer->load, work, bytes);
 
     return cell;
 }
 
 
 void
-ngx_http_prefix_route_load_discharge(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_peer_t *peer, ngx_uint_t cell, uint64_t work)
+ngx_http_prefix_route_load_start(ngx_http_prefix_route_peer_t *peer,
+    ngx_uint_t cell, uint64_t work)
+{
+    ngx_http_prefix_route_cell_t  *c;
+
+    c = &peer->cells[cell];
+
+    if (c->waiting == 0) {
+        /* given back already, as a dead worker's */
+        return;
+    }
+
+    ngx_http_prefix_route_load_sub(c, work, 0, 1, 0);
+    ngx_http_prefix_route_load_sub(&peer->load, work, 0, 1, 0);
+}
+
+
+void
+ngx_http_prefix_route_load_discharge(ngx_http_prefix_route_peer_t *peer,
+    ngx_uint_t cell, uint64_t work, uint64_t bytes, ngx_uint_t started)
 {
     ngx_http_prefix_route_cell_t  *c;
 
     c = &peer->cells[cell];
 
     if (c->inflight == 0) {
-        /* given back already, as a dead worker's */
         return;
     }
 
-    work = ngx_min(work, c->queued);
-
-    c->queued -= work;
-    c->inflight--;
-
-    peer->queued -= ngx_min(work, peer->queued);
-    peer->inflight -= (peer->inflight > 0);
-}
-
-
-void
-ngx_http_prefix_route_load_finish(ngx_http_prefix_route_peer_t *peer,
-    uint64_t work, ngx_msec_t now, ngx_msec_t half_life)
-{
-    peer->recent = ngx_http_prefix_route_load_recent(peer->recent,
-                                                     peer->recent_time, now,
-                                                     half_life)
-                   + (double) work;
-
-    if ((ngx_msec_int_t) (now - peer->recent_time) > 0) {
-        peer->recent_time = now;
+    if (started) {
+        work = 0;
     }
-}
 
-
-double
-ngx_http_prefix_route_load_recent(double recent, ngx_msec_t then,
-    ngx_msec_t now, ngx_msec_t half_life)
-{
-    return ngx_http_prefix_route_decay(recent, (ngx_msec_int_t) (now - then),
-                                       half_life);
+    ngx_http_prefix_route_load_sub(c, work, bytes, !started, 1);
+    ngx_http_prefix_route_load_sub(&peer->load, work, bytes, !started, 1);
 }
 
 
@@ -269,13 +261,36 @@ ngx_http_prefix_route_load_orphans(ngx_http_prefix_route_index_t *idx,
         peer = ngx_queue_data(q, ngx_http_prefix_route_peer_t, queue);
         c = &peer->cells[slot];
 
-        peer->queued -= ngx_min(c->queued, peer->queued);
-        peer->inflight -= ngx_min(c->inflight, peer->inflight);
         n += c->inflight;
 
-        c->queued = 0;
-        c->inflight = 0;
+        ngx_http_prefix_route_load_sub(&peer->load, c->queued, c->bytes,
+                                       c->waiting, c->inflight);
+        ngx_memzero(c, sizeof(ngx_http_prefix_route_cell_t));
     }
 
     return n;
+}
+
+
+static void
+ngx_http_prefix_route_load_add(ngx_http_prefix_route_cell_t *c,
+    uint64_t work, uint64_t bytes)
+{
+    c->queued += work;
+    c->bytes += bytes;
+    c->waiting++;
+    c->inflight++;
+}
+
+
+/* never below zero: a total may have lost a dead worker's share first */
+
+static void
+ngx_http_prefix_route_load_sub(ngx_http_prefix_route_cell_t *c,
+    uint64_t work, uint64_t bytes, ngx_uint_t waiting, ngx_uint_t inflight)
+{
+    c->queued -= ngx_min(work, c->queued);
+    c->bytes -= ngx_min(bytes, c->bytes);
+    c->waiting -= ngx_min(waiting, c->waiting);
+    c->inflight -= ngx_min(inflight, c->inflight);
 }

@@ -15,9 +15,9 @@
 
 
 /*
- * The load of each server, shared by all workers: the prefill work and
- * the requests in flight, and the recent work, decayed
- * (docs/design.md, "Load").  In-flight work is kept per worker process
+ * The load of each server, shared by all workers: the requests in flight,
+ * their prompt bytes, and the prefill work of those that have not begun
+ * to answer (docs/design.md, "Load").  In-flight work is kept per worker process
  * in fixed cells of each peer record, so that counting a request never
  * allocates and the work of a worker that died is given back.  A zone
  * has a cell for each of nworkers worker slots (claimed by pid) and one
@@ -28,38 +28,29 @@
 
 
 /*
- * Charges "work" bytes of prefill to "peer" for a request this worker
- * sends it and counts the request in flight.  The caller holds the zone
- * mutex.  Returns the cell charged, to give to
- * ngx_http_prefix_route_load_discharge(); never fails.
+ * Charges a request this worker sends to "peer": "work" bytes of prefill
+ * and "bytes" of prompt, and one request in flight that has not begun to
+ * answer.  The caller holds the zone mutex.  Returns the cell charged, to
+ * give to the two calls below; never fails.
  */
 ngx_uint_t ngx_http_prefix_route_load_charge(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
-    uint64_t work);
+    uint64_t work, uint64_t bytes);
 
 /*
- * Gives back a charge once its request is over.  The caller holds the
- * zone mutex.
+ * The request charged with "work" in "cell" has begun to answer: its
+ * prefill is over, it decodes.  The caller holds the zone mutex.
  */
-void ngx_http_prefix_route_load_discharge(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_peer_t *peer, ngx_uint_t cell, uint64_t work);
+void ngx_http_prefix_route_load_start(ngx_http_prefix_route_peer_t *peer,
+    ngx_uint_t cell, uint64_t work);
 
 /*
- * Adds "work" bytes that "peer" finished at "now" (ms, this worker's
- * clock) to its recent work.  Another worker's clock may be a little
- * ahead: times are compared signed and never go back.  The caller holds
- * the zone mutex.
+ * Gives back a charge once its request is over; "started": the request
+ * was given to ngx_http_prefix_route_load_start() before.  The caller
+ * holds the zone mutex.
  */
-void ngx_http_prefix_route_load_finish(ngx_http_prefix_route_peer_t *peer,
-    uint64_t work, ngx_msec_t now, ngx_msec_t half_life);
-
-/*
- * Recent work "recent" (bytes) stamped "then" (ms) as of "now", with a
- * half-life of "half_life" ms; a "then" ahead of "now" (another worker's
- * clock) counts as no time elapsed.
- */
-double ngx_http_prefix_route_load_recent(double recent, ngx_msec_t then,
-    ngx_msec_t now, ngx_msec_t half_life);
+void ngx_http_prefix_route_load_discharge(ngx_http_prefix_route_peer_t *peer,
+    ngx_uint_t cell, uint64_t work, uint64_t bytes, ngx_uint_t started);
 
 /*
  * Gives back the in-flight work of worker processes that died without

@@ -417,8 +417,8 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
             sp = prcf->shared[b][i];
 
             if (sp != NULL) {
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_INFLIGHT] = sp->inflight;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_QUEUED] = sp->queued;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_INFLIGHT] = sp->load.inflight;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_QUEUED] = sp->load.queued;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS] = sp->blocks;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS] = sp->requests;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_HITS] = sp->hits;

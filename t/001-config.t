@@ -244,11 +244,12 @@ invalid affinity "affinity=-1", it must be a number from 0 to 10
 
 
 
-=== TEST 24: decay that is not a time
---- http_config eval: ::upstream("zone=llm:1m decay=soon", 1)
---- must_die
---- error_log
-invalid decay "decay=soon", it must be a time (500ms, 5s, 1m...), 0 to forget at once
+=== TEST 24: decay= is obsolete: nginx warns and starts
+--- http_config eval: ::upstream("zone=llm:1m decay=5s", 1) . ::backends(1)
+--- request eval
+"POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 100) . "\"}"
+--- response_body
+b1
 
 
 
@@ -407,7 +408,7 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"llama\",\"messages\":[{\"role
 block=48 and max_prefix=1k: a prompt of more than 1k is cut at 1024 bytes,
 and a repeat matches 21 whole blocks of 48 bytes, 1008 bytes.
 --- http_config eval
-::upstream("zone=llm:256k block=48 max_prefix=1k capacity=64k affinity=2.5 decay=500ms", 1, 2)
+::upstream("zone=llm:256k block=48 max_prefix=1k capacity=64k affinity=2.5 policy=ttft max_load=200%", 1, 2)
 . ::backends(1, 2)
 --- request eval
 my $sys = "Summarise the following document in one line. " x 40;
@@ -422,10 +423,10 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\
 
 === TEST 35: the boundary values are accepted
 zone=128k (the minimum), block=16, max_prefix=16 (= block), capacity=0,
-affinity=0, decay=0: a 40-byte prompt has 2 whole blocks of 16 bytes, and
+affinity=0, max_load=100%: a 40-byte prompt has 2 whole blocks of 16 bytes, and
 the prefix index still records them (affinity=0 only stops them counting).
 --- http_config eval
-::upstream("zone=llm:128k block=16 max_prefix=16 capacity=0 affinity=0 decay=0", 1) . ::backends(1)
+::upstream("zone=llm:128k block=16 max_prefix=16 capacity=0 affinity=0 max_load=100%", 1) . ::backends(1)
 --- request eval
 my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 40) . "\"}";
 [$req, $req]
@@ -437,9 +438,9 @@ my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 40) . 
 
 
 === TEST 36: the upper boundary values are accepted
-block=64k, max_prefix=16m, capacity=1024m, affinity=10, decay=1h
+block=64k, max_prefix=16m, capacity=1024m, affinity=10, max_load=10000%
 --- http_config eval
-::upstream("zone=llm:1m block=64k max_prefix=16m capacity=1024m affinity=10 decay=1h", 1) . ::backends(1)
+::upstream("zone=llm:1m block=64k max_prefix=16m capacity=1024m affinity=10 max_load=10000%", 1) . ::backends(1)
 --- request eval
 "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 100) . "\"}"
 --- response_headers_like
@@ -499,3 +500,39 @@ another load balancing method replaces "prefix_route" in upstream "llm"
 --- error_log
 duplicate parameter "block=128"
 
+
+
+=== TEST 41: an unknown policy
+--- http_config eval: ::upstream("zone=llm:1m policy=random", 1)
+--- must_die
+--- error_log
+invalid policy "policy=random", it must be "ttft" or "cache_aware"
+
+
+
+=== TEST 42: max_load below the mean
+--- http_config eval: ::upstream("zone=llm:1m max_load=99%", 1)
+--- must_die
+--- error_log
+invalid max_load "max_load=99%", it must be a percentage from 100% to 10000%, or "off"
+
+
+
+=== TEST 43: max_load without the percent sign
+--- http_config eval: ::upstream("zone=llm:1m max_load=150", 1)
+--- must_die
+--- error_log
+invalid max_load "max_load=150", it must be a percentage from 100% to 10000%, or "off"
+
+
+
+=== TEST 44: policy=cache_aware and max_load=off: a repeat goes where the prompt is
+--- http_config eval
+::upstream("zone=llm:1m policy=cache_aware max_load=off", 1, 2, 3)
+. ::backends(1, 2, 3)
+--- request eval
+my $p = "Classify the sentiment of the following review. " x 20;
+my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"$p\"}";
+[$req, $req]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+"]

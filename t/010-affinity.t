@@ -201,10 +201,10 @@ my $system = ::text("You are a support agent", 3063);
 
 
 
-=== TEST 4: 12 conversations behind a shared 1 KB preamble stack on the backends that hold it, each up to a bounded load: at least 2 backends, none serves more than 8
-# A backend that holds the preamble takes a new conversation while its
-# load (recent work beyond the preamble) is within the mean load of the
-# cheapest backend; then one without it gets the preamble, and so on.
+=== TEST 4: 12 conversations behind a shared 1 KB preamble, one after another on an idle fleet, go where the preamble is: all HIT it
+# Nothing is queued anywhere: the backend that holds the preamble starts
+# each of them soonest, 1 KB of prefill ahead of the others (under load,
+# queued work and max_load spread them: TEST 2, and bench/ "hotspot").
 --- request eval
 # RS "system" US "c" and 1015 bytes: 1024 bytes, 16 blocks
 my $preamble = ::text("Company policy", 1015);
@@ -213,27 +213,29 @@ my $preamble = ::text("Company policy", 1015);
 --- response_headers_like eval
 # 1024 + RS "user" US "c" + 400
 ["X-Prefix-Route: MISS 0 1431",
- ("X-Prefix-Route: (?:HIT 1024|SPILL 0) 1431") x 11,
+ ("X-Prefix-Route: HIT 1024 1431") x 11,
  ""]
 --- response_body_like eval
 [("^b[1-4]\n\$") x 12,
- ::routes_where("at least 2 backends, none serves more than 8 of 12",
-                sub { @_ == 12 && keys %{ ::count(@_) } >= 2 && ::max_count(@_) <= 8 })]
+ ::routes_where("all on the backend of the first",
+                sub { @_ == 12 && keys %{ ::count(@_) } == 1 })]
 
 
 
-=== TEST 5: 8 distinct new prompts sent one after another spread over 4 idle backends: all 4 used, none serves more than 3
-# Each goes to the highest ranked backend whose recent work is within the
-# mean of the least loaded one's: a backend with 2 prompts gets a third
-# only once every backend has one, none gets a fourth of 8.
+=== TEST 5: 8 distinct new prompts sent one after another spread over 4 idle backends: 3 or more used, none serves more than 3
+# On an idle fleet every estimate is the same: each goes to the highest
+# ranked backend whose share of the index is at most max_load (150%) of
+# the mean.  A backend with j of t prompts so far takes another only if
+# j <= 1.5 t / 4: the first three go to three backends, none gets a
+# fourth before the ninth.
 --- request eval
 [(map { ::chat([::user(::text("Prompt $_", 500))]) } 1 .. 8), "GET /routes"]
 --- response_headers eval
 [("X-Prefix-Route: MISS 0 507") x 8, ""]
 --- response_body_like eval
 [("^b[1-4]\n\$") x 8,
- ::routes_where("all 4 backends, none more than 3 of 8",
-                sub { @_ == 8 && keys %{ ::count(@_) } == 4
+ ::routes_where("3 backends or more, none more than 3 of 8",
+                sub { @_ == 8 && keys %{ ::count(@_) } >= 3
                       && ::max_count(@_) <= 3 })]
 
 
@@ -281,7 +283,7 @@ my $p = ::chat([::user(::text("Prompt A", 500))]);
 
 
 
-=== TEST 8: 4 users x 4 turns, interleaved: each user's turns stay on the backend of its turn 1, HIT on the whole previous turn
+=== TEST 8: 4 users x 4 turns, interleaved: turn 1s on 3 backends or more, each user's turns stay on the backend of its turn 1, HIT on the whole previous turn
 --- request eval
 [(map { ::chat($_) } ::four_users()), "GET /routes"]
 --- response_headers eval
@@ -293,20 +295,17 @@ my @turns = ::four_users();
  ""]
 --- response_body_like eval
 [("^b[1-4]\n\$") x 16,
- qr/\A(b[1-4])\ MISS\ [^\n]*\n (?!\1)(b[1-4])\ MISS\ [^\n]*\n
-      (?!\1|\2)(b[1-4])\ MISS\ [^\n]*\n (?!\1|\2|\3)(b[1-4])\ MISS\ [^\n]*\n
-      (?:\1\ HIT\ [^\n]*\n \2\ HIT\ [^\n]*\n \3\ HIT\ [^\n]*\n \4\ HIT\ [^\n]*\n){3}\z/x]
+ ::routes_where("turn 1s on 3 backends or more; every turn on its turn 1's backend",
+                sub { my @b = @_;
+                      @b == 16 && keys %{ ::count(@b[0 .. 3]) } >= 3
+                      && !grep { $b[$_] ne $b[$_ % 4] } 4 .. 15 })]
 
 
 
-=== TEST 9: conversations stay on their backend even when it has done more recent work than others that hold their preamble
-# 4 users behind a shared 1 KB preamble: the first conversations stack on
-# the backend that got the preamble until its recent work outweighs it,
-# then a new one goes elsewhere.  From turn 2 on, if the busy backend's
-# recent work counted against its own conversations, they would move to
-# the less busy backend that also holds the preamble; a backend that holds
-# a conversation is not charged recent work, so every turn stays (only
-# queued work moves a conversation).
+=== TEST 9: conversations behind a shared preamble stay on their backend, HIT on their whole previous turn
+# 4 users behind a shared 1 KB preamble, one request at a time: the first
+# turns go where the preamble is (it starts them soonest), and every later
+# turn stays with its own conversation.
 --- request eval
 [(map { ::chat($_) } ::four_users_preamble()), "GET /routes"]
 --- response_headers_like eval
@@ -318,29 +317,26 @@ my @turns = ::four_users_preamble();
  ""]
 --- response_body_like eval
 [("^b[1-4]\n\$") x 16,
- ::routes_where("turn 1s on 2 backends or more, one with 2 users or more; every turn on its turn 1's backend",
+ ::routes_where("every turn on its turn 1's backend",
                 sub { my @b = @_;
-                      my $first = ::count(@b[0 .. 3]);
-                      @b == 16 && keys %$first >= 2 && ::max_count(@b[0 .. 3]) >= 2
-                      && !grep { $b[$_] ne $b[$_ % 4] } 4 .. 15 })]
+                      @b == 16 && !grep { $b[$_] ne $b[$_ % 4] } 4 .. 15 })]
 
 
 
-=== TEST 10: two conversations that diverge after a shared beginning each continue on the backend holding their own longest prefix
+=== TEST 10: two conversations that diverge after a shared beginning each continue on one backend, HIT on their own whole previous turn
 # A and B share a system prompt and a first question (553 bytes); A goes
-# on (turn 2), then B branches off with another answer and question.  The
-# backend of A holds only B's first 512 bytes and has done A's work, so B
-# goes elsewhere (SPILL); then A and B alternate, each on its own backend,
-# HIT on its whole previous turn.
+# on (turn 2), then B branches off with another answer and question.  B2
+# goes to the backend of A, which holds its first 512 bytes (it starts
+# soonest there), or elsewhere if that one were busy.  Then A and B
+# alternate, each on its own backend, HIT on its whole previous turn.
 --- request eval
 [(map { ::chat($_) } ::two_branches()), "GET /routes"]
---- response_headers eval
+--- response_headers_like eval
 my @len = map { ::canon_len(@$_) } ::two_branches();
-# turn 1, A2, B2, A3, B3, A4, B4: A2 holds turn 1; B2 went elsewhere;
-# then each turn holds its own branch's previous turn
+# turn 1, A2, B2, A3, B3, A4, B4
 ["X-Prefix-Route: MISS 0 $len[0]",
  "X-Prefix-Route: HIT " . ::full_blocks($len[0]) . " $len[1]",
- "X-Prefix-Route: SPILL 0 $len[2]",
+ "X-Prefix-Route: (?:HIT 512|SPILL 0) $len[2]",
  "X-Prefix-Route: HIT " . ::full_blocks($len[1]) . " $len[3]",
  "X-Prefix-Route: HIT " . ::full_blocks($len[2]) . " $len[4]",
  "X-Prefix-Route: HIT " . ::full_blocks($len[3]) . " $len[5]",
@@ -348,5 +344,5 @@ my @len = map { ::canon_len(@$_) } ::two_branches();
  ""]
 --- response_body_like eval
 [("^b[1-4]\n\$") x 7,
- qr/\A(b[1-4])\ MISS\ [^\n]*\n \1\ HIT\ [^\n]*\n (?!\1)(b[1-4])\ SPILL\ [^\n]*\n
+ qr/\A(b[1-4])\ MISS\ [^\n]*\n \1\ HIT\ [^\n]*\n (b[1-4])\ \S+\ [^\n]*\n
       \1\ HIT\ [^\n]*\n \2\ HIT\ [^\n]*\n \1\ HIT\ [^\n]*\n \2\ HIT\ [^\n]*\n\z/x]

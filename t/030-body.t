@@ -85,7 +85,7 @@ client_body_buffer_size 1k;
 --- request eval
 [("POST /v1/chat/completions\n$main::Chat20k") x 2]
 --- response_headers eval
-["X-Prefix-Route: MISS 0 22313\nX-Backend: b3", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b3"]
+["X-Prefix-Route: MISS 0 22313\nX-Backend: b1", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b1"]
 --- response_body eval
 [("$main::Chat20k\n") x 2]
 --- error_log
@@ -103,7 +103,7 @@ client_body_buffer_size 1m;
 --- request eval
 [("POST /v1/chat/completions\n$main::Chat20k") x 2]
 --- response_headers eval
-["X-Prefix-Route: MISS 0 22313\nX-Backend: b3", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b3"]
+["X-Prefix-Route: MISS 0 22313\nX-Backend: b1", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b1"]
 --- response_body eval
 [("$main::Chat20k\n") x 2]
 --- error_log
@@ -127,7 +127,7 @@ my @p = unpack '(a5000)*', $main::Chat20k;
 my $req = [ "POST /v1/chat/completions\n" . shift(@p), map { { value => $_, delay_before => 0.05 } } @p ];
 [$req, $req]
 --- response_headers eval
-["X-Prefix-Route: MISS 0 22313\nX-Backend: b3", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b3"]
+["X-Prefix-Route: MISS 0 22313\nX-Backend: b1", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b1"]
 --- response_body eval
 [("$main::Chat20k\n") x 2]
 --- error_log eval
@@ -151,7 +151,7 @@ client_body_buffer_size 1m;
 --- more_headers
 Transfer-Encoding: chunked
 --- response_headers eval
-["X-Prefix-Route: MISS 0 22313\nX-Backend: b3", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b3"]
+["X-Prefix-Route: MISS 0 22313\nX-Backend: b1", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b1"]
 --- response_body eval
 [("$main::Chat20k\n") x 2]
 --- error_log eval
@@ -170,7 +170,7 @@ client_body_buffer_size 8k;
 --- request eval
 [("POST /v1/chat/completions\n$main::Chat150k") x 2]
 --- response_headers eval
-["X-Prefix-Route: MISS 0 65536\nX-Backend: b4", "X-Prefix-Route: HIT 65536 65536\nX-Backend: b4"]
+["X-Prefix-Route: MISS 0 65536\nX-Backend: b1", "X-Prefix-Route: HIT 65536 65536\nX-Backend: b1"]
 --- response_body eval
 [("$main::Chat150k\n") x 2]
 --- error_log

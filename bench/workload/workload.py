@@ -26,6 +26,7 @@ from this file sends back exactly the replies the simulator produced.
 
 import argparse
 import bisect
+import collections
 import hashlib
 import json
 import math
@@ -132,6 +133,8 @@ def shared_prefix(a, emit):
         rng.shuffle(order)
     systems = {}
     t = 0.0
+    # a stream of its own, so that the other draws stay as without it
+    mix = Rng(a.seed, "shared-prefix-long")
     for g, q in order:
         if a.rate > 0:
             t += rng.exp(1.0 / a.rate)
@@ -141,6 +144,8 @@ def shared_prefix(a, emit):
         question = text(a.seed, "gsp-question", g, q,
                         tokens=rng.length(a.question_len, a.length_jitter))
         out = rng.length(a.output_len, a.length_jitter)
+        if a.long_share > 0 and mix.random() < a.long_share:
+            out = a.long_output_len
         seed = request_seed(a.seed, "gsp", g, q)
         if a.api == "chat":
             body = body_for(a, messages=[
@@ -225,6 +230,26 @@ def mooncake(a, emit):
                                  tokens=a.block_tokens)
         return b
 
+    # The session (hash $http_x_session) is the request's first block
+    # that at most half of the trace's requests hold: a block every
+    # request shares (a global preamble) would put them all in one.
+    holders = collections.Counter()
+    total = 0
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                ids = json.loads(line)["hash_ids"]
+                holders.update(set(ids))
+                total += 1
+                if a.limit and total >= a.limit:
+                    break
+
+    def session(ids):
+        for h in ids:
+            if holders[h] * 2 <= total:
+                return h
+        return ids[-1]
+
     scale = a.block_tokens / 512.0
     n = 0
     with open(path) as f:
@@ -254,7 +279,7 @@ def mooncake(a, emit):
                 body = body_for(a, prompt=prompt, output_tokens=out,
                                 seed=seed)
             emit({"t": round(o["timestamp"] / 1000.0 / a.speedup, 6),
-                  "session": "m%d" % ids[0], "user": "m%d" % ids[0],
+                  "session": "m%d" % session(ids), "user": "m%d" % ids[0],
                   "turn": 0, "think": 0.0, "output_tokens": out,
                   "path": CHAT if a.api == "chat" else COMPLETIONS,
                   "body": body})
@@ -303,6 +328,14 @@ def main():
                     help="tokens of each question (SGLang: 128)")
     sp.add_argument("--output-len", type=int, default=256,
                     help="output tokens of each request (SGLang: 256)")
+    sp.add_argument("--long-output-len", type=int, default=0,
+                    help="output tokens of the long requests (with "
+                         "--long-share)")
+    sp.add_argument("--long-share", type=float, default=0.0,
+                    help="share of the requests, drawn at random, that "
+                         "generate --long-output-len tokens instead (short "
+                         "classification answers mixed with long "
+                         "generations)")
     sp.add_argument("--zipf", type=float, default=0.0,
                     help="exponent s of a Zipf popularity of the groups "
                          "(group of rank r drawn with weight r^-s, G x P "

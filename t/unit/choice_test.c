@@ -25,7 +25,7 @@ static void test_ok(ngx_uint_t ok, const char *name);
 static void test_hash(void);
 static void test_choice(void);
 static void test_set(ngx_http_prefix_route_candidate_t *c, size_t match,
-    double queued, double recent, ngx_uint_t sticky, uint64_t rank);
+    double queued, ngx_uint_t inflight, uint64_t rank);
 
 
 static ngx_uint_t  test_n, test_failed;
@@ -122,172 +122,187 @@ test_hash(void)
 
 static void
 test_set(ngx_http_prefix_route_candidate_t *c, size_t match, double queued,
-    double recent, ngx_uint_t sticky, uint64_t rank)
+    ngx_uint_t inflight, uint64_t rank)
 {
+    ngx_memzero(c, sizeof(ngx_http_prefix_route_candidate_t));
+
     c->match = match;
     c->queued = queued;
-    c->recent = recent;
-    c->sticky = sticky;
+    c->inflight = inflight;
     c->rank = rank;
     c->weight = 1;
     c->usable = 1;
-    c->cost = 0;
 }
 
 
 static void
 test_choice(void)
 {
-    double                             d;
-    ngx_msec_t                         now, then;
     ngx_int_t                          k;
+    ngx_uint_t                         i, per[4], most;
+    ngx_http_prefix_route_choice_t     ttft, simple;
     ngx_http_prefix_route_candidate_t  c[4];
 
-    /* an idle fleet: the longest match wins */
+    ttft.policy = NGX_HTTP_PREFIX_ROUTE_POLICY_TTFT;
+    ttft.affinity = 100;
+    ttft.max_load = 150;
+    ttft.slack = 64;
 
-    test_set(&c[0], 0, 0, 0, 0, 4);
-    test_set(&c[1], 1024, 0, 0, 0, 1);
-    test_set(&c[2], 512, 0, 0, 0, 3);
-    test_set(&c[3], 0, 0, 0, 0, 2);
+    simple = ttft;
+    simple.policy = NGX_HTTP_PREFIX_ROUTE_POLICY_CACHE_AWARE;
 
-    k = ngx_http_prefix_route_choose(c, 4, 2000, 100, 64);
-    test_ok(k == 1 && c[1].cost == 976 && c[0].cost == 2000,
-            "idle fleet: the peer with the longest match, cost 2000 - 1024");
+    /* the estimate */
 
-    /* a queue longer than the match is worth moves the request */
+    test_set(&c[0], 0, 0, 0, 4);
+    test_set(&c[1], 1024, 0, 0, 1);
+    test_set(&c[2], 512, 0, 0, 3);
+    test_set(&c[3], 0, 0, 0, 2);
 
-    c[1].queued = 1100;
-    k = ngx_http_prefix_route_choose(c, 4, 2000, 100, 64);
-    test_ok(k == 2, "queued work beyond the match's worth: next best match");
+    k = ngx_http_prefix_route_choose(c, 4, 2000, &ttft);
+    test_ok(k == 1 && c[1].cost == 976 && c[2].cost == 1488 + 512
+            && c[0].cost == 2000 + 1024,
+            "idle fleet: the longest match; cost = prefill left + the "
+            "prefill redone");
+
+    c[1].queued = 1500;
+    k = ngx_http_prefix_route_choose(c, 4, 2000, &ttft);
+    test_ok(k == 2, "queued work beyond what the match saves (the wait "
+            "and the work redone): the next best match");
+
+    ttft.affinity = 0;
+    c[1].queued = 900;
+    k = ngx_http_prefix_route_choose(c, 4, 2000, &ttft);
+    test_ok(k == 2 && c[1].cost == 1876 && c[2].cost == 1488,
+            "affinity=0: the lowest time to first token alone");
+    ttft.affinity = 100;
+
+    /* a cold prompt starts where it starts soonest */
+
+    test_set(&c[0], 0, 6000, 1, 9);
+    test_set(&c[1], 0, 500, 1, 1);
+    test_set(&c[2], 0, 8000, 2, 5);
+    k = ngx_http_prefix_route_choose(c, 3, 20000, &ttft);
+    test_ok(k == 1, "a cold prompt: the shortest queue, although it ranks "
+            "lowest");
+
+    c[0].queued = 2000;
+    k = ngx_http_prefix_route_choose(c, 3, 20000, &ttft);
+    test_ok(k == 0, "estimates within 1/8 of the lowest are equal: the "
+            "highest rank among them");
 
     c[2].queued = 3000;
-    k = ngx_http_prefix_route_choose(c, 4, 2000, 100, 64);
-    test_ok(k == 1, "the longest match 76 bytes dearer than an idle peer, "
-            "within half the mean load (512): it stays");
+    c[2].match = 64;
+    k = ngx_http_prefix_route_choose(c, 3, 20000, &ttft);
+    test_ok(k == 0, "a short shared beginning (one block) does not pull: "
+            "among equal estimates the highest rank");
 
-    c[1].queued = 5000;
-    k = ngx_http_prefix_route_choose(c, 4, 2000, 100, 64);
-    test_ok(k == 0, "every holder's cost beyond the lowest plus half the "
-            "mean load: equal idle peers, highest rank wins");
+    /* decoding requests slow the prefill */
 
-    /* affinity 0 ignores the cache */
+    test_set(&c[0], 0, 8192, 0, 1);
+    test_set(&c[1], 0, 8192, 4096, 2);
+    c[1].decoding = 4096;
+    k = ngx_http_prefix_route_choose(c, 2, 8192, &ttft);
+    test_ok(k == 0 && c[1].cost == 2 * c[0].cost,
+            "4096 requests decoding halve the step budget left to "
+            "prefill: twice the estimate");
 
-    test_set(&c[0], 0, 10, 0, 0, 1);
-    test_set(&c[1], 1024, 600, 0, 0, 2);
-    k = ngx_http_prefix_route_choose(c, 2, 2000, 0, 0);
-    test_ok(k == 0, "affinity=0: least queued work");
+    /* weight divides the time, not the work redone */
 
-    k = ngx_http_prefix_route_choose(c, 2, 2000, 100, 0);
-    test_ok(k == 1, "affinity=1: the holder despite 590 more queued bytes");
-
-    /* weight divides the cost */
-
-    test_set(&c[0], 0, 1000, 0, 0, 1);
-    test_set(&c[1], 0, 1500, 0, 0, 2);
+    test_set(&c[0], 0, 1000, 0, 1);
+    test_set(&c[1], 0, 1500, 0, 2);
     c[1].weight = 2;
-    k = ngx_http_prefix_route_choose(c, 2, 1000, 100, 0);
+    k = ngx_http_prefix_route_choose(c, 2, 1000, &ttft);
     test_ok(k == 1 && c[1].cost == 1250 && c[0].cost == 2000,
-            "weight=2 halves the cost");
+            "weight=2 halves the estimate");
 
-    /* recent work spreads new prompts: bounded loads */
+    /* the load bound */
 
-    test_set(&c[0], 0, 0, 900, 0, 4);
-    test_set(&c[1], 0, 0, 0, 0, 1);
-    test_set(&c[2], 0, 0, 300, 0, 3);
-    k = ngx_http_prefix_route_choose(c, 3, 500, 100, 64);
-    test_ok(k == 1, "a miss: the least loaded when the others are beyond "
-            "half the mean load (200) of it");
+    test_set(&c[0], 4096, 0, 10, 1);
+    test_set(&c[1], 0, 0, 2, 2);
+    test_set(&c[2], 0, 0, 2, 3);
+    test_set(&c[3], 0, 0, 2, 4);
+    k = ngx_http_prefix_route_choose(c, 4, 4200, &ttft);
+    test_ok(k == 1 || k == 2 || k == 3,
+            "a holder with 10 in flight of 16 (room: 1.5 x 17 / 4 "
+            "rounded up, + 2 = 9) takes no more");
 
-    c[2].recent = 150;
-    k = ngx_http_prefix_route_choose(c, 3, 500, 100, 64);
-    test_ok(k == 2, "a miss: the highest rank among the peers within half "
-            "the mean load (175) of the least loaded");
+    c[0].inflight = 7;
+    k = ngx_http_prefix_route_choose(c, 4, 4200, &ttft);
+    test_ok(k == 0, "with 7 of 13 it has room (1.5 x 14 / 4 -> 6, + 2)");
 
-    /* recent work that built the match is not held against the holder */
-
-    test_set(&c[0], 2048, 0, 2048 + 300, 0, 1);
-    test_set(&c[1], 0, 0, 0, 0, 2);
-    k = ngx_http_prefix_route_choose(c, 2, 2400, 100, 64);
-    test_ok(k == 0 && c[0].cost == 300 + 352,
-            "shared prefix: recent work up to the match is free");
-
-    c[0].recent = 2048 + 2500;
-    k = ngx_http_prefix_route_choose(c, 2, 2400, 100, 64);
-    test_ok(k == 0 && c[0].cost == 2500 + 352,
-            "shared prefix: the holder 452 bytes dearer than the idle peer, "
-            "within half the mean load (625): it stays");
-
-    c[0].recent = 2048 * 4;
-    k = ngx_http_prefix_route_choose(c, 2, 2400, 100, 64);
-    test_ok(k == 1, "shared prefix: much more recent work spills it");
-
-    /* a conversation is not moved by recent work */
-
-    c[0].sticky = 1;
-    k = ngx_http_prefix_route_choose(c, 2, 2400, 100, 64);
-    test_ok(k == 0 && c[0].cost == 352,
-            "conversation: recent work is not charged to its holder");
-
-    c[0].queued = 2100;
-    k = ngx_http_prefix_route_choose(c, 2, 2400, 100, 64);
-    test_ok(k == 1, "conversation: queued work beyond its match moves it");
-
-    /* ties */
-
-    test_set(&c[0], 0, 0, 0, 0, 7);
-    test_set(&c[1], 0, 0, 50, 0, 9);
-    test_set(&c[2], 0, 0, 0, 0, 8);
-    k = ngx_http_prefix_route_choose(c, 3, 500, 100, 64);
-    test_ok(k == 1, "costs within the slack tie: the highest rank wins");
-
-    c[1].recent = 200;
-    k = ngx_http_prefix_route_choose(c, 3, 500, 100, 10);
-    test_ok(k == 2, "beyond a quarter of the prompt (more than the mean "
-            "load) the cost decides");
-
-    c[1].recent = 100;
-    k = ngx_http_prefix_route_choose(c, 3, 500, 100, 10);
-    test_ok(k == 1, "a prompt nobody holds as a conversation: costs within "
-            "a quarter of the prompt tie, the highest rank wins");
-
-    test_set(&c[0], 320, 0, 0, 1, 7);
-    test_set(&c[1], 256, 0, 100, 0, 9);
-    test_set(&c[2], 0, 0, 0, 0, 8);
-    c[0].recent = 0;
-    k = ngx_http_prefix_route_choose(c, 3, 500, 100, 10);
-    test_ok(k == 0, "a conversation its holder has: only the block slack, "
-            "cost decides");
-
-    /* unusable peers */
-
-    c[2].usable = 0;
-    c[1].usable = 0;
-    k = ngx_http_prefix_route_choose(c, 3, 500, 100, 64);
-    test_ok(k == 0, "unusable peers are skipped");
-
-    c[0].usable = 0;
-    k = ngx_http_prefix_route_choose(c, 3, 500, 100, 64);
-    test_ok(k == NGX_ERROR, "no usable peer: NGX_ERROR");
-
-    /* decay */
-
-    d = ngx_http_prefix_route_decay(1000, 5000, 5000);
-    test_ok(d > 499.9 && d < 500.1, "one half-life halves recent work");
-
-    d = ngx_http_prefix_route_decay(1000, 0, 5000);
-    test_ok(d == 1000, "no time, no decay");
-
-    d = ngx_http_prefix_route_decay(1000, 10, 0);
-    test_ok(d == 0, "decay=0 forgets at once");
+    ttft.max_load = 0;
+    c[0].inflight = 100;
+    k = ngx_http_prefix_route_choose(c, 4, 4200, &ttft);
+    test_ok(k == 0, "max_load=off: no bound");
+    ttft.max_load = 150;
 
     /*
-     * Work stamped by another worker whose cached clock is 1 ms ahead:
-     * the elapsed time is negative, and the work is not lost (issue F4:
-     * unsigned arithmetic wrapped and decayed it to 0).
+     * 64 identical prompts at once, none finished: whatever the queue
+     * does, no server ends with more than 1.5 x the mean + 2
      */
 
-    then = 1000001;
-    now = 1000000;
-    d = ngx_http_prefix_route_decay(1000, (ngx_msec_int_t) (now - then), 5000);
-    test_ok(d == 1000, "a time 1 ms ahead (another worker's) keeps the work");
+    for (i = 0; i < 4; i++) {
+        test_set(&c[i], 0, 0, 0, i + 1);
+        per[i] = 0;
+    }
+
+    for (i = 0; i < 64; i++) {
+        k = ngx_http_prefix_route_choose(c, 4, 61440, &ttft);
+
+        if (k == NGX_ERROR) {
+            break;
+        }
+
+        per[k]++;
+        c[k].inflight++;
+        c[k].queued += c[k].match ? 2048 : 61440 + 2048;
+        c[k].match = 61440;
+    }
+
+    most = ngx_max(ngx_max(per[0], per[1]), ngx_max(per[2], per[3]));
+    test_ok(i == 64 && most <= 26,
+            "64 identical prompts: the busiest server takes at most "
+            "1.5 x 16 + 2");
+
+    /* policy=cache_aware */
+
+    test_set(&c[0], 2048, 0, 20, 1);
+    test_set(&c[1], 0, 0, 6, 2);
+    test_set(&c[2], 1024, 0, 5, 3);
+    c[0].outstanding = 90000;
+    c[1].outstanding = 30000;
+    c[2].outstanding = 40000;
+    k = ngx_http_prefix_route_choose(c, 3, 4096, &simple);
+    test_ok(k == 0, "cache_aware: in-flight counts within 15: the "
+            "longest match");
+
+    c[0].inflight = 21;
+    k = ngx_http_prefix_route_choose(c, 3, 4096, &simple);
+    test_ok(k == 1, "cache_aware: counts 16 apart: the least outstanding "
+            "bytes");
+
+    c[0].match = 0;
+    c[0].inflight = 5;
+    c[2].match = 0;
+    k = ngx_http_prefix_route_choose(c, 3, 4096, &simple);
+    test_ok(k == 1, "cache_aware: no match anywhere: the least "
+            "outstanding bytes");
+
+    /* unusable servers */
+
+    test_set(&c[0], 0, 0, 0, 1);
+    test_set(&c[1], 4096, 0, 0, 9);
+    test_set(&c[2], 0, 0, 0, 8);
+    c[1].usable = 0;
+    c[2].usable = 0;
+    k = ngx_http_prefix_route_choose(c, 3, 500, &ttft);
+    test_ok(k == 0 && c[0].cost == 500,
+            "unusable servers are skipped, their match too");
+
+    c[0].usable = 0;
+    k = ngx_http_prefix_route_choose(c, 3, 500, &ttft);
+    test_ok(k == NGX_ERROR, "no usable server: NGX_ERROR");
+
+    k = ngx_http_prefix_route_choose(c, 3, 500, &simple);
+    test_ok(k == NGX_ERROR, "cache_aware: no usable server: NGX_ERROR");
 }

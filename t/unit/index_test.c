@@ -209,7 +209,6 @@ test_chain(uint64_t *hash, ngx_uint_t tag, ngx_uint_t n)
 static ngx_uint_t
 test_match(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer)
 {
-    u_char      leaf[64];
     uint64_t    hash[TEST_MAX_BLOCKS];
     ngx_uint_t  match[64];
 
@@ -217,7 +216,7 @@ test_match(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer)
 
     (void) ngx_http_prefix_route_index_match(&idx, hash, n, pos, npeers,
                                              npeers, 4 * npeers + 64,
-                                             match, leaf);
+                                             match);
     return match[peer];
 }
 
@@ -398,7 +397,6 @@ test_forget(void)
 static void
 test_shared_prefix(void)
 {
-    u_char      leaf[64];
     uint64_t    hash[TEST_MAX_BLOCKS];
     ngx_uint_t  i, match[64], all, capped;
 
@@ -418,7 +416,7 @@ test_shared_prefix(void)
 
     (void) ngx_http_prefix_route_index_match(&idx, hash, 600, pos, npeers,
                                              npeers, 4 * npeers + 64,
-                                             match, leaf);
+                                             match);
     all = 1;
 
     for (i = 0; i < 50; i++) {
@@ -435,7 +433,7 @@ test_shared_prefix(void)
     capped = idx.sh->capped;
 
     (void) ngx_http_prefix_route_index_match(&idx, hash, 600, pos, npeers,
-                                             npeers, 20, match, leaf);
+                                             npeers, 20, match);
 
     test_ok(idx.sh->capped == capped + 1 && match[7] == 600 && match[0] == 0,
             "shared prefix: a lookup over budget stops and is counted");
@@ -447,21 +445,33 @@ test_shared_prefix(void)
 static void
 test_load(void)
 {
-    ngx_pid_t   pid, self;
-    ngx_uint_t  cell, dead;
+    ngx_pid_t                      pid, self;
+    ngx_uint_t                     cell, dead;
+    ngx_http_prefix_route_cell_t  *l0, *l1;
 
     test_zone(256 * 1024, 2);
 
-    cell = ngx_http_prefix_route_load_charge(&idx, peers[0], 5000);
-    (void) ngx_http_prefix_route_load_charge(&idx, peers[0], 3000);
-    (void) ngx_http_prefix_route_load_charge(&idx, peers[1], 1000);
+    l0 = &peers[0]->load;
+    l1 = &peers[1]->load;
 
-    test_ok(peers[0]->inflight == 2 && peers[0]->queued == 8000
-            && peers[1]->inflight == 1, "load: charges are counted");
+    cell = ngx_http_prefix_route_load_charge(&idx, peers[0], 5000, 6000);
+    (void) ngx_http_prefix_route_load_charge(&idx, peers[0], 3000, 4000);
+    (void) ngx_http_prefix_route_load_charge(&idx, peers[1], 1000, 1000);
 
-    ngx_http_prefix_route_load_discharge(&idx, peers[0], cell, 5000);
-    test_ok(peers[0]->inflight == 1 && peers[0]->queued == 3000,
-            "load: a discharge gives its work back");
+    test_ok(l0->inflight == 2 && l0->waiting == 2 && l0->queued == 8000
+            && l0->bytes == 10000 && l1->inflight == 1,
+            "load: charges are counted");
+
+    ngx_http_prefix_route_load_start(peers[0], cell, 5000);
+    test_ok(l0->inflight == 2 && l0->waiting == 1 && l0->queued == 3000
+            && l0->bytes == 10000,
+            "load: a request that answers leaves the prefill queue, not "
+            "the requests in flight");
+
+    ngx_http_prefix_route_load_discharge(peers[0], cell, 5000, 6000, 1);
+    test_ok(l0->inflight == 1 && l0->waiting == 1 && l0->queued == 3000
+            && l0->bytes == 4000,
+            "load: a discharge after the start gives the rest back");
 
     /* a worker that dies with requests in flight: a child that exits */
 
@@ -471,31 +481,27 @@ test_load(void)
     if (pid == 0) {
         ngx_pid = getpid();
         idx.slot = -1;
-        (void) ngx_http_prefix_route_load_charge(&idx, peers[1], 7000);
+        (void) ngx_http_prefix_route_load_charge(&idx, peers[1], 7000, 7000);
         _exit(0);
     }
 
     (void) waitpid(pid, NULL, 0);
 
-    test_ok(peers[1]->inflight == 2 && peers[1]->queued == 8000,
+    test_ok(l1->inflight == 2 && l1->queued == 8000 && l1->bytes == 8000,
             "load: another worker's charge is seen");
 
     ngx_pid = self;
     ngx_http_prefix_route_load_sweep(&idx);
 
-    dead = (peers[1]->inflight == 1 && peers[1]->queued == 1000
-            && peers[0]->inflight == 1 && peers[0]->queued == 3000);
+    dead = (l1->inflight == 1 && l1->waiting == 1 && l1->queued == 1000
+            && l1->bytes == 1000 && l0->inflight == 1
+            && l0->queued == 3000);
     test_ok(dead, "load: a dead worker's charges are given back, no more");
 
-    /* recent work: another worker's clock 1 ms ahead (issue F4) */
+    /* its cell is empty: a late discharge of it changes nothing */
 
-    peers[0]->recent = 0;
-    peers[0]->recent_time = 1000001;
-
-    ngx_http_prefix_route_load_finish(peers[0], 4000, 1000000, 5000);
-
-    test_ok(peers[0]->recent == 4000 && peers[0]->recent_time == 1000001,
-            "load: work finished by a worker whose clock lags is kept");
-    test_ok(ngx_http_prefix_route_load_recent(4000, 1000001, 1000000, 5000)
-            == 4000, "load: recent work stamped ahead is not decayed away");
+    cell = ngx_http_prefix_route_load_charge(&idx, peers[1], 500, 500);
+    ngx_http_prefix_route_load_discharge(peers[1], cell, 500, 500, 0);
+    test_ok(l1->inflight == 1 && l1->queued == 1000 && l1->bytes == 1000,
+            "load: a discharge before the start gives the prefill back");
 }
