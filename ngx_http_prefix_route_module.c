@@ -29,7 +29,7 @@
  * Prefill work charged to a request besides its uncached prompt, in bytes
  * of prompt: the 15-30 ms fixed cost of a step measured for Llama-3-8B on
  * an H100 at 30-40 us a token is 500-750 tokens, ~2 KiB at 4 bytes a token
- * (figures collected in docs/design.md, "Choosing a peer").
+ * (figures collected in docs/design.md, "Choosing a server").
  */
 #define NGX_HTTP_PREFIX_ROUTE_REQUEST_COST  2048
 

@@ -36,7 +36,7 @@ static ngx_int_t ngx_http_prefix_route_cache_aware(
     ngx_http_prefix_route_candidate_t *c, ngx_uint_t n);
 static ngx_uint_t ngx_http_prefix_route_better(
     ngx_http_prefix_route_candidate_t *a, ngx_http_prefix_route_candidate_t *b,
-    ngx_uint_t by_match, ngx_uint_t by_cost);
+    ngx_uint_t by_match);
 
 
 ngx_int_t
@@ -58,7 +58,7 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
     double      decode, weight, total, room, best, limit, share;
     size_t      longest;
     uint64_t    cached;
-    ngx_int_t   chosen;
+    ngx_int_t   chosen, any;
     ngx_uint_t  i, inflight, bounded, usable;
 
     total = 0;
@@ -150,12 +150,22 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
         }
     }
 
+    /*
+     * the highest rank under the share, or, when no equal cost is under
+     * it, of them all
+     */
+
     chosen = NGX_ERROR;
+    any = NGX_ERROR;
 
     for (i = 0; i < n; i++) {
 
         if (!c[i].room || c[i].cost > limit) {
             continue;
+        }
+
+        if (any == NGX_ERROR || c[i].rank > c[any].rank) {
+            any = i;
         }
 
         weight = c[i].weight > 0 ? c[i].weight : 1;
@@ -165,33 +175,12 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
             continue;
         }
 
-        if (chosen == NGX_ERROR
-            || ngx_http_prefix_route_better(&c[i], &c[chosen], 0, 0))
-        {
+        if (chosen == NGX_ERROR || c[i].rank > c[chosen].rank) {
             chosen = i;
         }
     }
 
-    if (chosen != NGX_ERROR) {
-        return chosen;
-    }
-
-    /* none of the equal costs under the share: the highest rank of them */
-
-    for (i = 0; i < n; i++) {
-
-        if (!c[i].room || c[i].cost > limit) {
-            continue;
-        }
-
-        if (chosen == NGX_ERROR
-            || ngx_http_prefix_route_better(&c[i], &c[chosen], 0, 0))
-        {
-            chosen = i;
-        }
-    }
-
-    return chosen;
+    return chosen != NGX_ERROR ? chosen : any;
 }
 
 
@@ -227,7 +216,7 @@ ngx_http_prefix_route_cache_aware(ngx_http_prefix_route_candidate_t *c,
         }
 
         if (chosen == NGX_ERROR
-            || ngx_http_prefix_route_better(&c[i], &c[chosen], by_match, 1))
+            || ngx_http_prefix_route_better(&c[i], &c[chosen], by_match))
         {
             chosen = i;
         }
@@ -238,20 +227,19 @@ ngx_http_prefix_route_cache_aware(ngx_http_prefix_route_candidate_t *c,
 
 
 /*
- * Whether "a" goes before "b": the longer match if "by_match", then the
- * lower cost if "by_cost", then the higher rank.
+ * policy=cache_aware: whether "a" goes before "b": the longer match if
+ * "by_match", then the fewer outstanding bytes, then the higher rank.
  */
 
 static ngx_uint_t
 ngx_http_prefix_route_better(ngx_http_prefix_route_candidate_t *a,
-    ngx_http_prefix_route_candidate_t *b, ngx_uint_t by_match,
-    ngx_uint_t by_cost)
+    ngx_http_prefix_route_candidate_t *b, ngx_uint_t by_match)
 {
     if (by_match && a->match != b->match) {
         return a->match > b->match;
     }
 
-    if (by_cost && a->cost != b->cost) {
+    if (a->cost != b->cost) {
         return a->cost < b->cost;
     }
 

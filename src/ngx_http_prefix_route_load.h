@@ -17,11 +17,11 @@
 /*
  * The load of each server, shared by all workers: the requests in flight,
  * their prompt bytes, and the prefill work of those that have not begun
- * to answer (docs/design.md, "Load").  In-flight work is kept per worker process
- * in fixed cells of each peer record, so that counting a request never
- * allocates and the work of a worker that died is given back.  A zone
- * has a cell for each of nworkers worker slots (claimed by pid) and one
- * shared cell for workers beyond them (a reload that raised
+ * to answer (docs/design.md, "Load").  In-flight work is kept per worker
+ * process in fixed cells of each peer record, so that counting a request
+ * never allocates and the work of a worker that died is given back.  A
+ * zone has a cell for each of nworkers worker slots (claimed by pid) and
+ * one shared cell for workers beyond them (a reload that raised
  * worker_processes, or old workers still finishing requests); the shared
  * cell is not given back when a worker dies.
  */

@@ -644,6 +644,13 @@ def targets(summary):
             ok = v >= lim if op == ">=" else v <= lim
             lines.append("| %s | %s | %s | %s |" % (
                 wl, what, txt, "met" if ok else "**missed**"))
+    hs = [r for r in summary.get("hotspot") or []
+          if r["balancer"] == "prefix_route"]
+    if hs:
+        worst = max(r["max_over_mean"] or 0 for r in hs)
+        lines.append("| hotspot | busiest server <= 1.5x the mean, idle or "
+                     "after a burst, 1 and 2 workers | %.2f | %s |" % (
+                         worst, "met" if worst <= 1.5 else "**missed**"))
     if not lines:
         return ""
     return ("| workload | target | measured | |\n| --- | --- | --- | --- |\n"
@@ -795,6 +802,8 @@ def cmd_bench(a):
             old = json.load(f)
         summary["workloads"] = old.get("workloads", {})
         summary["environment"]["merged_into"] = old.get("environment")
+        if old.get("hotspot"):
+            summary["hotspot"] = old["hotspot"]
     procs = Procs()
     t_start = time.monotonic()
     workdir = tempfile.mkdtemp(prefix="prefix-route-bench.")
@@ -844,6 +853,14 @@ def cmd_bench(a):
             subprocess.run(["rm", "-rf", workdir])
         else:
             print("run directory kept: %s" % workdir)
+    if a.hotspot:
+        workdir = tempfile.mkdtemp(prefix="prefix-route-hotspot.")
+        try:
+            summary["hotspot"] = hotspot(procs, a, workdir,
+                                         ["cache_aware", "prefix_route"])
+        finally:
+            procs.stop()
+            subprocess.run(["rm", "-rf", workdir])
     summary["environment"]["bench_wall_s"] = round(
         time.monotonic() - t_start, 1)
     write_report(summary, a.out)
@@ -903,6 +920,8 @@ def write_report(summary, outdir):
         md.append("**Warning**: the module changed during the benchmark "
                   "(sha256 %s): the rows are not all of the same build.\n\n"
                   % ", ".join(shas))
+    if summary.get("hotspot"):
+        md.append(hotspot_report(summary["hotspot"]))
     t = targets(summary)
     if t:
         md.append("## Targets (issue 10)\n\n" + t + "\n")
@@ -988,27 +1007,32 @@ def hotspot_run(procs, a, workdir, balancer, workers, burst, port_base):
             "max_over_mean": round(max(counts) / mean, 2) if mean else None}
 
 
-def cmd_hotspot(a):
+def hotspot(procs, a, workdir, balancers):
     """64 concurrent identical 60 KB prompts, each ~3 s on its server
     (230 output tokens at 13 ms), on an idle fleet and right after a burst
     of 64 distinct prompts; with 1 and 2 workers.  All 64 are in flight
     together, so the requests each server got are its peak in flight."""
+    out = []
+    for b in balancers:
+        for workers in (1, 2):
+            for burst in (0, 1):
+                r = hotspot_run(procs, a, workdir, b, workers, burst,
+                                a.port_base)
+                out.append(r)
+                print("hotspot %-14s workers %d %-12s per backend %-16s "
+                      "max/mean %.2f errors %d" % (
+                          b, workers, "after burst" if burst else "idle",
+                          "/".join(map(str, r["per_backend"])),
+                          r["max_over_mean"] or 0, r["errors"]),
+                      flush=True)
+    return out
+
+
+def cmd_hotspot(a):
     procs = Procs()
     workdir = tempfile.mkdtemp(prefix="prefix-route-hotspot.")
-    out = []
     try:
-        for b in a.balancers.split(","):
-            for workers in (1, 2):
-                for burst in (0, 1):
-                    r = hotspot_run(procs, a, workdir, b, workers, burst,
-                                    a.port_base)
-                    out.append(r)
-                    print("%-14s workers %d %-12s per backend %-16s "
-                          "max/mean %.2f errors %d" % (
-                              b, workers, "after burst" if burst else "idle",
-                              "/".join(map(str, r["per_backend"])),
-                              r["max_over_mean"] or 0, r["errors"]),
-                          flush=True)
+        out = hotspot(procs, a, workdir, a.balancers.split(","))
     finally:
         procs.stop()
         subprocess.run(["rm", "-rf", workdir])
@@ -1018,6 +1042,24 @@ def cmd_hotspot(a):
             f.write("\n")
     return 0 if all(r["errors"] == 0 for r in out) else 1
 
+
+def hotspot_report(rows):
+    """bench.md's section for the hotspot runs."""
+    out = ["## Hot spot: 64 identical prompts at once\n\n",
+           "`bench.py hotspot`: 4 backends at time scale 1, 64 concurrent "
+           "identical 60 KB chat prompts of 230 output tokens each (~3 s "
+           "on a server), on an idle fleet and right after a burst of 64 "
+           "distinct 16 KB prompts; the requests each backend got (all 64 "
+           "are in flight together).\n\n",
+           "| balancer | workers | before | per backend | busiest / mean "
+           "| errors |\n| --- | --- | --- | --- | --- | --- |\n"]
+    for r in rows:
+        out.append("| %s | %d | %s | %s | %.2f | %d |\n" % (
+            BALANCERS[r["balancer"]][0], r["workers"],
+            "a burst" if r["after_burst"] else "idle",
+            "/".join(map(str, r["per_backend"])), r["max_over_mean"] or 0,
+            r["errors"]))
+    return "".join(out) + "\n"
 
 # ---------------------------------------------------------------------------
 # make demo
@@ -1159,6 +1201,8 @@ def main():
     sp.add_argument("--balancers", default=",".join(BALANCERS))
     sp.add_argument("--port-base", type=int, default=21000,
                     help="nginx on PORT..PORT+2, backends from PORT+10")
+    sp.add_argument("--hotspot", action=argparse.BooleanOptionalAction,
+                    default=True, help="the hotspot runs too")
     sp.add_argument("--trace", default=MOONCAKE,
                     help="the Mooncake JSONL trace of the mooncake "
                          "workloads (skipped when absent)")
