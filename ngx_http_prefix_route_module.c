@@ -1005,7 +1005,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
             c->queued = (double) sp->load.queued;
             c->outstanding = (double) sp->load.bytes;
             c->inflight = sp->load.inflight;
-            c->decoding = sp->load.inflight - sp->load.waiting;
+            c->decoding = sp->load.inflight > sp->load.waiting
+                          ? sp->load.inflight - sp->load.waiting : 0;
             c->cached = sp->blocks;
 
         } else {

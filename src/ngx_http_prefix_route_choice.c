@@ -63,6 +63,7 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
 
     total = 0;
     inflight = 0;
+    cached = 0;
     usable = 0;
     longest = 0;
 
@@ -88,6 +89,7 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
 
         total += weight;
         inflight += c[i].inflight;
+        cached += c[i].cached;
         usable++;
     }
 
@@ -138,21 +140,9 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
     limit = best + ngx_max((double) conf->slack,
                            best / NGX_HTTP_PREFIX_ROUTE_CLOSE);
 
-    /* among equal costs, a bound on each server's share of the index */
-
-    cached = 0;
-    total = 0;
-
-    for (i = 0; i < n; i++) {
-        if (c[i].usable) {
-            cached += c[i].cached;
-            total += c[i].weight > 0 ? c[i].weight : 1;
-        }
-    }
-
     /*
-     * the highest rank under the share, or, when no equal cost is under
-     * it, of them all
+     * among equal costs, the highest rank of those whose share of the
+     * index is under the bound, or, when none is, of them all
      */
 
     chosen = NGX_ERROR;
