@@ -74,6 +74,7 @@ typedef struct {
     ngx_http_upstream_rr_peer_data_t    rrp;
 
     ngx_http_prefix_route_srv_conf_t   *conf;
+    ngx_http_request_t                 *request;
     ngx_http_prefix_route_status_e      status;
     ngx_uint_t                          backup;      /* on the backup list */
 
@@ -609,6 +610,7 @@ ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     ctx->conf = ngx_http_conf_upstream_srv_conf(us,
                                                 ngx_http_prefix_route_module);
 
+    ctx->request = r;
     ngx_http_set_ctx(r, ctx, ngx_http_prefix_route_module);
 
     ngx_http_prefix_route_prepare(r, ctx);
@@ -1106,6 +1108,7 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 {
     ngx_http_prefix_route_ctx_t  *ctx = data;
 
+    ngx_uint_t                     status;
     ngx_http_prefix_route_index_t *idx;
     ngx_http_prefix_route_peer_t  *sp;
 
@@ -1113,6 +1116,7 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 
     if (sp != NULL) {
         idx = &ctx->conf->index;
+        status = ctx->request->upstream->headers_in.status_n;
 
         ngx_shmtx_lock(&idx->shpool->mutex);
 
@@ -1121,8 +1125,14 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
                               + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
                               ctx->len, ctx->started);
 
-        if (state & NGX_PEER_FAILED) {
-            /* the peer may never have received the prompt */
+        if ((state & NGX_PEER_FAILED)
+            || (status != 0 && (status < 200 || status > 299)))
+        {
+            /*
+             * the peer may never have received the prompt, or refused it
+             * (an unknown path or model, a body it could not read, an
+             * error of its own): its cache holds nothing of it
+             */
             ngx_http_prefix_route_index_forget(idx, ctx->hash,
                                                ctx->recorded[0],
                                                ctx->recorded[1], sp);

@@ -277,3 +277,28 @@ no live upstreams while connecting to upstream
 connect() failed
 [alert]
 [crit]
+
+
+
+=== TEST 13: a response that is not 2xx leaves no prefix recorded: the same prompt is a MISS again, then a HIT after a 200
+The server answers an unknown path with 404, as an engine answers a path or
+model it does not serve: it never processed the prompt, so the index must
+not believe it holds it (issue 11, fault 1).
+--- http_config eval
+::upstream(1) . <<'_EOC_'
+server {
+    listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
+    location /v1/missing { return 404; }
+    location /v1/broken { return 500; }
+    location / { return 200 "b1\n"; }
+}
+_EOC_
+--- request eval
+["POST /v1/missing\n" . main::chat(13), "POST /v1/broken\n" . main::chat(13),
+ "POST /v1/chat/completions\n" . main::chat(13),
+ "POST /v1/chat/completions\n" . main::chat(13)]
+--- error_code eval
+[404, 500, 200, 200]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+",
+ "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+"]
