@@ -1608,10 +1608,20 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         if (ngx_strncmp(value[i].data, "decay=", 6) == 0) {
+
+            s.data = value[i].data + 6;
+            s.len = value[i].len - 6;
+
+            if (ngx_parse_time(&s, 0) == NGX_ERROR) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid decay \"%V\", it must be "
+                                   "a time (500ms, 5s, 1m...)", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
             ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
                                "the \"decay\" parameter is obsolete and "
-                               "ignored: the cost model uses no decayed "
-                               "work since policy=ttft");
+                               "ignored");
             continue;
         }
 
@@ -1628,6 +1638,19 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     }
 
     prcf->choice.slack = prcf->block;
+
+    if (prcf->choice.policy == NGX_HTTP_PREFIX_ROUTE_POLICY_CACHE_AWARE) {
+
+        for (i = 1; i < cf->args->nelts; i++) {
+            if (ngx_strncmp(value[i].data, "affinity=", 9) == 0
+                || ngx_strncmp(value[i].data, "max_load=", 9) == 0)
+            {
+                ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                                   "\"%V\" is ignored with "
+                                   "policy=cache_aware", &value[i]);
+            }
+        }
+    }
 
     if (prcf->capacity && prcf->capacity < prcf->block) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

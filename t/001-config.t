@@ -536,3 +536,11 @@ my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"$p\"}";
 [$req, $req]
 --- response_headers_like eval
 ["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+"]
+
+
+
+=== TEST 45: an obsolete decay= must still be a time
+--- http_config eval: ::upstream("zone=llm:1m decay=soon", 1)
+--- must_die
+--- error_log
+invalid decay "decay=soon", it must be a time (500ms, 5s, 1m...)
