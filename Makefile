@@ -591,6 +591,31 @@ stress: all $(NGINX_BIN) stress-deps
 check: stress
 
 
+# --- End to end with llama.cpp ----------------------------------------------
+#
+#   make e2e        e2e/run: llama-server built from the llama.cpp source
+#                   that the npm package node-llama-cpp carries (cached in
+#                   build/e2e/), a random-weight model, 3 servers and nginx
+#                   on 127.0.0.1 E2E_PORT..+3 (24100), the official OpenAI
+#                   and Anthropic SDKs through it (e2e/README.md).  Needs
+#                   Node.js and npm; installs cmake, ninja and g++.
+
+# Debian's Node.js and npm only where the machine has none of its own
+E2E_PACKAGES = cmake ninja-build g++ git curl \
+               $(if $(shell command -v npm),,nodejs npm)
+E2E_PORT ?=    24100
+
+.PHONY: e2e e2e-deps
+
+e2e-deps:
+	$(call deb-install,$(E2E_PACKAGES))
+
+e2e: all $(NGINX_BIN) e2e-deps
+	NGINX_BIN=$(NGINX_BIN) E2E_PORT=$(E2E_PORT) e2e/run $(CURDIR)/$(MODULE)
+
+check: e2e
+
+
 # --- Soak --------------------------------------------------------------------
 #
 #   make soak [SOAK_MINUTES=30]
