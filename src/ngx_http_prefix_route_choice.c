@@ -25,6 +25,9 @@
  */
 #define NGX_HTTP_PREFIX_ROUTE_ROOM         2
 
+/* a server's weight, at least 1 */
+#define ngx_http_prefix_route_weight(c)    ((c)->weight > 0 ? (c)->weight : 1)
+
 /* policy=cache_aware: in-flight spread beyond which load alone decides */
 #define NGX_HTTP_PREFIX_ROUTE_IMBALANCE    15
 
@@ -59,12 +62,11 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
     size_t      longest;
     uint64_t    cached;
     ngx_int_t   chosen, any;
-    ngx_uint_t  i, inflight, bounded, usable;
+    ngx_uint_t  i, inflight, bounded;
 
     total = 0;
     inflight = 0;
     cached = 0;
-    usable = 0;
     longest = 0;
 
     for (i = 0; i < n; i++) {
@@ -80,7 +82,7 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
         }
 
         decode = ngx_min(c[i].decoding, NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS / 2);
-        weight = c[i].weight > 0 ? c[i].weight : 1;
+        weight = ngx_http_prefix_route_weight(&c[i]);
 
         c[i].cost = (c[i].queued + (double) (len - c[i].match))
                     * NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS
@@ -90,10 +92,9 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
         total += weight;
         inflight += c[i].inflight;
         cached += c[i].cached;
-        usable++;
     }
 
-    if (usable == 0) {
+    if (total == 0) {
         return NGX_ERROR;
     }
 
@@ -109,7 +110,7 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
             continue;
         }
 
-        weight = c[i].weight > 0 ? c[i].weight : 1;
+        weight = ngx_http_prefix_route_weight(&c[i]);
         room = ceil((double) conf->max_load / 100 * (inflight + 1) * weight
                     / total)
                + NGX_HTTP_PREFIX_ROUTE_ROOM;
@@ -158,7 +159,7 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
             any = i;
         }
 
-        weight = c[i].weight > 0 ? c[i].weight : 1;
+        weight = ngx_http_prefix_route_weight(&c[i]);
         share = (double) conf->max_load / 100 * cached * weight / total;
 
         if (conf->max_load && c[i].cached > share) {
