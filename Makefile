@@ -4,6 +4,8 @@
 #                   Debian's nginx (nginx-dev's /usr/share/nginx/src)
 #   make test       unit tests and the Test::Nginx suite (t/)
 #   make demo       route sample requests through 4 local backends
+#   make demo ENGINE=llama
+#                   the same on 3 llama.cpp servers (see make e2e)
 #   make NGINX_SRC=/path/to/nginx-1.x.y
 #                   build against another nginx source tree (configured
 #                   --with-compat); "make test NGINX_SRC=..." also builds
@@ -122,7 +124,7 @@ $(BUILD)/unit/%: t/unit/%.c src/*.c src/*.h $(NGX_BUILD)/objs/Makefile
 	mkdir -p $(BUILD)/unit
 	$(CC) $(UNIT_CFLAGS) -o $@ $< src/ngx_http_prefix_route_prompt.c \
 	    src/ngx_http_prefix_route_hash.c src/ngx_http_prefix_route_choice.c \
-	    -ljansson -lxxhash -lm
+	    src/ngx_http_prefix_route_usage.c -ljansson -lxxhash -lm
 
 # the index test links nginx's own slab allocator, red-black tree, shared
 # mutex and pools, from nginx's source (nginx-dev has headers only)
@@ -166,8 +168,19 @@ sim-test: deps
 # the Test::Nginx suite last: its summary closes the output
 test: unit-test sim-test fuzz-test nginx-test
 
-demo: all
-	NGINX_BIN=$(NGINX_BIN) bench/demo $(CURDIR)/$(MODULE)
+# ENGINE=sim (the default): bench/demo, 4 simulated backends;
+# ENGINE=llama: e2e/run --demo, 3 llama.cpp servers (built as for make e2e).
+# Set on the command line only: an ENGINE in the environment is ignored.
+ENGINE =        sim
+
+demo: all $(if $(filter llama,$(ENGINE)),$(NGINX_BIN) e2e-deps)
+	@case "$(ENGINE)" in \
+	sim)	NGINX_BIN=$(NGINX_BIN) bench/demo $(CURDIR)/$(MODULE) ;; \
+	llama)	NGINX_BIN=$(NGINX_BIN) E2E_PORT=$(E2E_PORT) \
+			e2e/run --demo $(CURDIR)/$(MODULE) ;; \
+	*)	echo "make demo: unknown ENGINE=$(ENGINE) (sim or llama)" >&2; \
+		exit 2 ;; \
+	esac
 
 MODULES_DIR ?=  /usr/lib/nginx/modules
 
@@ -532,6 +545,11 @@ check: browser-check
 #                   BENCH_PORT+10..+13.  BENCH_ARGS passes options to
 #                   "bench/run/bench.py bench", e.g.
 #                   BENCH_ARGS="--workloads shared-prefix".
+#   make bench-feedback
+#                   prefix_route with the engines' usage on and off:
+#                   capacity= 4x the simulators' cache, 3 nginx instances,
+#                   how often the index predicts the cached tokens the
+#                   engine reports (bench/results/feedback.md, ~15 min)
 #   make bench-deps install python3-matplotlib (the plots) when missing,
 #                   as root; make test does not need it
 
@@ -539,7 +557,7 @@ BENCH_PACKAGES =    python3-matplotlib
 BENCH_PORT ?=       21000
 BENCH_ARGS ?=
 
-.PHONY: bench bench-deps
+.PHONY: bench bench-deps bench-feedback
 
 bench-deps:
 	$(call deb-install,$(BENCH_PACKAGES))
@@ -547,6 +565,12 @@ bench-deps:
 bench: all $(NGINX_BIN) bench-deps
 	NGINX_BIN=$(NGINX_BIN) /usr/bin/python3 bench/run/bench.py bench \
 	    --module $(CURDIR)/$(MODULE) --port-base $(BENCH_PORT) $(BENCH_ARGS)
+
+# the engines' usage on and off: capacity= 4x too large, 3 nginx
+# instances, the prediction's accuracy (bench/results/feedback.md)
+bench-feedback: all $(NGINX_BIN) bench-deps
+	NGINX_BIN=$(NGINX_BIN) /usr/bin/python3 bench/run/bench.py feedback \
+	    --module $(CURDIR)/$(MODULE) --port-base $(BENCH_PORT)
 
 
 # --- Stress checks -----------------------------------------------------------

@@ -14,6 +14,7 @@
 #include "ngx_http_prefix_route_hash.h"
 #include "ngx_http_prefix_route_load.h"
 #include "ngx_http_prefix_route_status.h"
+#include "ngx_http_prefix_route_usage.h"
 
 
 /*
@@ -48,6 +49,17 @@
  * instances place them alike (docs/design.md, "Choosing a server").
  */
 #define NGX_HTTP_PREFIX_ROUTE_KEY_SIZE      8192
+
+/*
+ * Bytes of canonical prompt per engine token until a model's own ratio is
+ * learned, x 256: ~4 bytes a token, the figure of OpenAI's tokenizer
+ * guide for English text, which the Llama 3 tokenizer matches.
+ */
+#define NGX_HTTP_PREFIX_ROUTE_RATIO         (4 * 256)
+
+/* a prediction within this many tokens of the engine's figure agrees,
+ * or within one index block if that is more: one KV cache block of vLLM */
+#define NGX_HTTP_PREFIX_ROUTE_AGREE         16
 
 /* how often each worker looks for dead workers' load, ms */
 #define NGX_HTTP_PREFIX_ROUTE_SWEEP         1000
@@ -91,6 +103,23 @@ typedef struct {
     unsigned                            started:1;   /* answering */
     ngx_uint_t                          recorded[2]; /* blocks added to the
                                                         index for it */
+
+    /* the last attempt, whose response the engine's usage speaks of */
+    ngx_http_prefix_route_peer_t       *peer;
+    ngx_msec_t                          chosen;      /* when, ms */
+    uint32_t                            stamp;       /* when its deepest
+                                                        matched block was
+                                                        last recorded, ms */
+    unsigned                            stamped:1;
+    unsigned                            whole:1;     /* prompt not cut */
+    unsigned                            reading:1;   /* the response */
+    unsigned                            read:1;      /* done or given up */
+    unsigned                            reported:1;  /* cached tokens */
+    uint64_t                            cached;      /* tokens reported */
+    ngx_http_prefix_route_usage_t      *usage;
+    uint64_t                            model;       /* prompt.model */
+    u_char                              model_name[
+                                           NGX_HTTP_PREFIX_ROUTE_MODEL_NAME];
 } ngx_http_prefix_route_ctx_t;
 
 
@@ -145,6 +174,9 @@ static char *ngx_http_prefix_route_status(ngx_conf_t *cf, ngx_command_t *cmd,
 static void ngx_http_prefix_route_count(void *data);
 static ngx_int_t ngx_http_prefix_route_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
+static void ngx_http_prefix_route_feedback(ngx_http_request_t *r,
+    ngx_http_prefix_route_ctx_t *ctx, ngx_http_prefix_route_tokens_t *t);
+static void ngx_http_prefix_route_model_name(u_char *dst, u_char *src);
 
 
 static ngx_command_t  ngx_http_prefix_route_commands[] = {
@@ -224,7 +256,8 @@ static ngx_connection_t  ngx_http_prefix_route_sweep_conn;
 enum {
     NGX_HTTP_PREFIX_ROUTE_VAR_STATUS = 0,
     NGX_HTTP_PREFIX_ROUTE_VAR_MATCH,
-    NGX_HTTP_PREFIX_ROUTE_VAR_LENGTH
+    NGX_HTTP_PREFIX_ROUTE_VAR_LENGTH,
+    NGX_HTTP_PREFIX_ROUTE_VAR_CACHED
 };
 
 
@@ -240,6 +273,10 @@ static ngx_http_variable_t  ngx_http_prefix_route_vars[] = {
 
     { ngx_string("prefix_route_length"), NULL,
       ngx_http_prefix_route_variable, NGX_HTTP_PREFIX_ROUTE_VAR_LENGTH,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("prefix_route_cached_tokens"), NULL,
+      ngx_http_prefix_route_variable, NGX_HTTP_PREFIX_ROUTE_VAR_CACHED,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
@@ -681,6 +718,10 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     pr.len = 0;
     pr.key = 0;
     pr.seed = 0;
+    pr.model = 0;
+    pr.name = ctx->model_name;
+    pr.name_size = sizeof(ctx->model_name);
+    pr.name_len = 0;
 
     ngx_memzero(&body, sizeof(ngx_http_prefix_route_body_t));
     body.cl = rb->bufs;
@@ -741,6 +782,8 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     }
 
     ctx->len = pr.len;
+    ctx->whole = (pr.len < pr.size);
+    ctx->model = pr.model;
     ctx->nblocks = ngx_http_prefix_route_hash_blocks(pr.buf, pr.len,
                                                      prcf->block, pr.seed,
                                                      ctx->hash, max);
@@ -963,6 +1006,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     idx = &prcf->index;
     b = ctx->backup;
     shared = prcf->shared[b];
+
+    ctx->peer = NULL;
     id = prcf->id[b];
     shpool = idx->shpool;
 
@@ -1068,11 +1113,19 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     if (sp != NULL) {
         ctx->sent = sp;
+        ctx->peer = sp;
+        ctx->chosen = ngx_current_msec;
         ctx->uncached = ctx->len - c->match;
         held = prcf->held[k];
 
         ngx_shmtx_lock(&shpool->mutex);
         t = ngx_http_prefix_route_clock();
+
+        /* how old the prefix is, before this record makes it new */
+        ctx->stamped = held
+                       && ngx_http_prefix_route_index_stamp(idx,
+                                                            ctx->hash[held - 1],
+                                                            &ctx->stamp);
 
         ctx->started = 0;
         ctx->cell = ngx_http_prefix_route_load_charge(idx, sp,
@@ -1087,7 +1140,9 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
         ctx->recorded[1] = ngx_http_prefix_route_index_record(idx,
                                          ctx->hash, ctx->nblocks, &held, sp,
-                                         prcf->capacity / prcf->block);
+                                         sp->capacity ? sp->capacity
+                                         : prcf->capacity / prcf->block,
+                                         (uint32_t) ctx->chosen);
         ctx->recorded[0] = held;
 
         hold += ngx_http_prefix_route_clock() - t;
@@ -1223,8 +1278,11 @@ ngx_http_prefix_route_add_variables(ngx_conf_t *cf)
 /*
  * $prefix_route_status: BYPASS, MISS, HIT or SPILL;
  * $prefix_route_match: bytes of the prompt the chosen peer held;
- * $prefix_route_length: bytes of canonical prompt considered.
- * Not found in a request that did not go through a prefix_route upstream.
+ * $prefix_route_length: bytes of canonical prompt considered;
+ * $prefix_route_cached_tokens: the prompt tokens the engine reported it
+ * had cached, known at the response's end (log phase).
+ * Not found in a request that did not go through a prefix_route upstream,
+ * nor the last one in a response that reported no cached tokens.
  */
 
 static ngx_int_t
@@ -1237,7 +1295,9 @@ ngx_http_prefix_route_variable(ngx_http_request_t *r,
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_prefix_route_module);
 
-    if (ctx == NULL) {
+    if (ctx == NULL
+        || (data == NGX_HTTP_PREFIX_ROUTE_VAR_CACHED && !ctx->reported))
+    {
         v->not_found = 1;
         return NGX_OK;
     }
@@ -1253,14 +1313,21 @@ ngx_http_prefix_route_variable(ngx_http_request_t *r,
         return NGX_OK;
     }
 
-    p = ngx_pnalloc(r->pool, NGX_SIZE_T_LEN);
+    p = ngx_pnalloc(r->pool, NGX_INT64_LEN);
     if (p == NULL) {
         return NGX_ERROR;
     }
 
-    v->len = ngx_sprintf(p, "%uz", (data == NGX_HTTP_PREFIX_ROUTE_VAR_MATCH)
-                                   ? ctx->match : ctx->len)
-             - p;
+    if (data == NGX_HTTP_PREFIX_ROUTE_VAR_CACHED) {
+        v->len = ngx_sprintf(p, "%uL", ctx->cached) - p;
+
+    } else {
+        v->len = ngx_sprintf(p, "%uz",
+                             (data == NGX_HTTP_PREFIX_ROUTE_VAR_MATCH)
+                             ? ctx->match : ctx->len)
+                 - p;
+    }
+
     v->data = p;
 
     return NGX_OK;
@@ -1317,42 +1384,285 @@ ngx_http_prefix_route_check(ngx_conf_t *cf)
 
 
 /*
- * The first bytes of a prefix_route response: a streamed answer begins
- * when the engine's prefill of the prompt is over, so the request's
- * prefill work leaves its server's queue here, and it counts as decoding
- * until it ends.  A response that is not streamed begins at its end.
+ * A prefix_route response as it passes.  Its first bytes end the
+ * request's prefill: a streamed answer begins when the engine's prefill of
+ * the prompt is over, so the request's prefill work leaves its server's
+ * queue here, and it counts as decoding until it ends (a response that is
+ * not streamed begins at its end).  With feedback on, the bytes of a 2xx
+ * response that is not compressed go by the usage reader, which keeps its
+ * head and tail; at the last buffer the engine's usage, if any, is
+ * compared with the index (ngx_http_prefix_route_feedback()).  The bytes
+ * sent to the client are neither changed nor held back.
  */
 
 static ngx_int_t
 ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
+    ngx_uint_t                      last;
     ngx_chain_t                    *cl;
     ngx_http_prefix_route_ctx_t    *ctx;
     ngx_http_prefix_route_index_t  *idx;
+    ngx_http_prefix_route_tokens_t  t;
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_prefix_route_module);
 
-    if (ctx == NULL || ctx->sent == NULL || ctx->started) {
+    if (ctx == NULL || ctx->peer == NULL || ctx->read) {
         return ngx_http_next_body_filter(r, in);
     }
 
+    if (ctx->sent != NULL && !ctx->started) {
+
+        for (cl = in; cl != NULL; cl = cl->next) {
+
+            if (ngx_buf_size(cl->buf) > 0) {
+                idx = &ctx->conf->index;
+
+                ngx_shmtx_lock(&idx->shpool->mutex);
+                ngx_http_prefix_route_load_start(ctx->sent, ctx->cell,
+                                            ctx->uncached
+                                            + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
+                ngx_shmtx_unlock(&idx->shpool->mutex);
+
+                ctx->started = 1;
+                break;
+            }
+        }
+    }
+
+    if (!ctx->reading) {
+        ctx->read = 1;
+
+        if (!ctx->conf->feedback
+            || r->headers_out.status < 200
+            || r->headers_out.status > 299
+            || (r->headers_out.content_encoding != NULL
+                && r->headers_out.content_encoding->value.len))
+        {
+            return ngx_http_next_body_filter(r, in);
+        }
+
+        ctx->usage = ngx_pcalloc(r->pool,
+                                 sizeof(ngx_http_prefix_route_usage_t));
+        if (ctx->usage == NULL) {
+            return ngx_http_next_body_filter(r, in);
+        }
+
+        ctx->read = 0;
+        ctx->reading = 1;
+    }
+
+    last = 0;
+
     for (cl = in; cl != NULL; cl = cl->next) {
 
-        if (ngx_buf_size(cl->buf) > 0) {
-            idx = &ctx->conf->index;
+        if (cl->buf->in_file && !ngx_buf_in_memory(cl->buf)) {
+            /* buffered to a temporary file: its tail is not at hand */
+            ctx->read = 1;
+            return ngx_http_next_body_filter(r, in);
+        }
 
-            ngx_shmtx_lock(&idx->shpool->mutex);
-            ngx_http_prefix_route_load_start(ctx->sent, ctx->cell,
-                                             ctx->uncached
-                                         + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
-            ngx_shmtx_unlock(&idx->shpool->mutex);
+        if (ngx_buf_in_memory(cl->buf)) {
+            ngx_http_prefix_route_usage_feed(ctx->usage, cl->buf->pos,
+                                             cl->buf->last - cl->buf->pos);
+        }
 
-            ctx->started = 1;
-            break;
+        if (cl->buf->last_buf
+            || (cl->buf->last_in_chain && r != r->main))
+        {
+            last = 1;
+        }
+    }
+
+    if (last) {
+        ctx->read = 1;
+
+        if (ngx_http_prefix_route_usage_parse(ctx->usage, &t) == NGX_OK) {
+            ngx_http_prefix_route_feedback(r, ctx, &t);
         }
     }
 
     return ngx_http_next_body_filter(r, in);
+}
+
+
+/*
+ * What the engine said of the prompt it was sent, against what the index
+ * predicted (docs/design.md, "Feedback from the engines").
+ *
+ * The canonical prompt's bytes per engine token are learned per model
+ * from whole prompts; they turn the predicted match, in bytes, into
+ * tokens.  A prediction within one block of the reported cached tokens
+ * agrees: the engine's (16 tokens) or the index's, whichever is more
+ * tokens (64 bytes are 40 tokens of a text at 1.6 bytes a token).  When the engine held less, it evicted the prefix, and
+ * as it evicts the least recently used first, everything the index
+ * believes the server holds that was recorded before that prefix: those
+ * holders go, and the server's capacity moves a quarter of the way to
+ * what remains (another nginx instance or a direct client may have filled
+ * the engine for a while).  A
+ * prefix recorded while this request was in flight (two requests with a
+ * new prefix at once) proves nothing and is left alone.  When the engine
+ * held more, the index had dropped what the server kept: a learned
+ * capacity grows by the difference.  The prompt itself has been recorded
+ * since: the engine holds it now.
+ */
+
+static void
+ngx_http_prefix_route_feedback(ngx_http_request_t *r,
+    ngx_http_prefix_route_ctx_t *ctx, ngx_http_prefix_route_tokens_t *t)
+{
+    uint64_t                           sample, bpt, predicted, held, cap,
+                                       tol;
+    ngx_uint_t                         n, i, k;
+    ngx_msec_t                         now;
+    ngx_http_prefix_route_sh_t        *sh;
+    ngx_http_prefix_route_peer_t      *sp;
+    ngx_http_prefix_route_ratio_t     *ratio;
+    ngx_http_prefix_route_index_t     *idx;
+    ngx_http_prefix_route_feedback_t  *fb;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    prcf = ctx->conf;
+    idx = &prcf->index;
+    sh = idx->sh;
+    sp = ctx->peer;
+    now = ngx_current_msec;
+
+    ctx->reported = t->has_cached;
+    ctx->cached = t->cached;
+
+    /* bytes x 256 a token, from a prompt seen whole; 1/256 to 2^24 */
+
+    sample = 0;
+
+    if (ctx->whole && t->prompt > 0) {
+        sample = ngx_max(1, ngx_min((uint64_t) ctx->len * 256 / t->prompt,
+                                    (uint64_t) 1 << 24));
+    }
+
+    ngx_shmtx_lock(&idx->shpool->mutex);
+
+    ratio = NULL;
+    k = 0;
+
+    for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_MODELS; i++) {
+
+        if (sh->ratios[i].model == ctx->model) {
+            ratio = &sh->ratios[i];
+            break;
+        }
+
+        /* a new model takes a free slot, or the least learned one */
+
+        if (sh->ratios[i].samples < sh->ratios[k].samples) {
+            k = i;
+        }
+    }
+
+    if (ratio == NULL && sample) {
+        ratio = &sh->ratios[k];
+        ratio->model = ctx->model;
+        ratio->samples = 0;
+        ngx_http_prefix_route_model_name(ratio->name, ctx->model_name);
+    }
+
+    if (sample) {
+        /* the mean of the first 16 samples, then a moving average */
+        n = ngx_min(ratio->samples, 15);
+        ratio->ratio = (uint32_t) ((ratio->ratio * n + sample) / (n + 1));
+        ratio->samples++;
+    }
+
+    if (!t->has_cached) {
+        goto done;
+    }
+
+    bpt = (ratio && ratio->samples) ? ratio->ratio
+                                    : NGX_HTTP_PREFIX_ROUTE_RATIO;
+    predicted = (uint64_t) ctx->match * 256 / bpt;
+    held = t->cached * bpt / 256 / prcf->block;          /* blocks */
+
+    fb = &sp->fb;
+    fb->responses++;
+    fb->prompt += t->prompt;
+    fb->cached += t->cached;
+    fb->predicted += predicted;
+
+    /* the coarser of the engine's block and the index's, in tokens */
+    tol = ngx_max(NGX_HTTP_PREFIX_ROUTE_AGREE,
+                  (uint64_t) prcf->block * 256 / bpt);
+
+    if (t->cached + tol >= predicted && t->cached <= predicted + tol) {
+        fb->agreed++;
+
+    } else if (t->cached < predicted) {
+        fb->under++;
+
+        if (ctx->stamped
+            && (ngx_msec_int_t) (ctx->chosen - ctx->stamp)
+               > (ngx_msec_int_t) (now - ctx->chosen))
+        {
+            cap = sp->capacity ? sp->capacity : prcf->capacity / prcf->block;
+
+            if (cap == 0) {
+                cap = sp->blocks;
+            }
+
+            n = ngx_http_prefix_route_index_trim(idx, sp, 0, &ctx->stamp);
+            fb->dropped += n;
+
+            if (n && sp->blocks < cap) {
+                /* a quarter of the way to what the engine kept: one
+                 * eviction may be another client's doing */
+                sp->capacity = ngx_max(cap - (cap - sp->blocks) / 4,
+                                       ctx->nblocks);
+            }
+        }
+
+    } else {
+        fb->over++;
+
+        cap = sp->capacity ? sp->capacity : prcf->capacity / prcf->block;
+
+        if (cap && sp->blocks + ctx->nblocks >= cap
+            && held > ctx->match / prcf->block)
+        {
+            /* the index had dropped what the engine still kept */
+            sp->capacity = cap + (held - ctx->match / prcf->block);
+        }
+    }
+
+done:
+
+    ngx_shmtx_unlock(&idx->shpool->mutex);
+
+    ngx_log_debug5(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                   "prefix_route: usage: %uL prompt tokens, %uL cached "
+                   "(%s), match %uz bytes, %uz prompt bytes",
+                   t->prompt, t->cached,
+                   t->has_cached ? "reported" : "not reported",
+                   ctx->match, ctx->len);
+}
+
+
+/*
+ * A model's name as the status shows it: bytes other than letters,
+ * digits and "-._:/@+" become "_", so that no output format needs to
+ * escape it (it comes from the request body).
+ */
+
+static void
+ngx_http_prefix_route_model_name(u_char *dst, u_char *src)
+{
+    u_char  c;
+
+    while ((c = *src++) != '\0') {
+        *dst++ = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+                  || (c >= '0' && c <= '9')
+                  || ngx_strchr("-._:/@+", c) != NULL)
+                 ? c : '_';
+    }
+
+    *dst = '\0';
 }
 
 
@@ -1379,6 +1689,7 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
     conf->choice.policy = NGX_HTTP_PREFIX_ROUTE_POLICY_TTFT;
     conf->choice.affinity = 100;
     conf->choice.max_load = 150;
+    conf->feedback = 1;
 
     return conf;
 }
@@ -1387,7 +1698,7 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
 /*
  * prefix_route zone=name:size [block=size] [max_prefix=size]
  *              [capacity=size] [affinity=number] [policy=ttft|cache_aware]
- *              [max_load=percent|off];
+ *              [max_load=percent|off] [feedback=on|off];
  *
  * Defaults and units are in README.md and docs/reference.md.
  */
@@ -1579,6 +1890,23 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid policy \"%V\", it must be "
                                "\"ttft\" or \"cache_aware\"", &value[i]);
+            return NGX_CONF_ERROR;
+        }
+
+        if (ngx_strcmp(value[i].data, "feedback=on") == 0) {
+            prcf->feedback = 1;
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "feedback=off") == 0) {
+            prcf->feedback = 0;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "feedback=", 9) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid feedback \"%V\", it must be "
+                               "\"on\" or \"off\"", &value[i]);
             return NGX_CONF_ERROR;
         }
 

@@ -1,14 +1,20 @@
-// e2e/drive.mjs: the official SDKs through nginx (make e2e).
+// e2e/drive.mjs: the official SDKs through nginx (make e2e, make demo
+// ENGINE=llama).
 //
-//   node e2e/drive.mjs workload URL [--groups 4 --questions 10]
+//   node e2e/drive.mjs shared-prefix URL [--clients 3]
+//   node e2e/drive.mjs multi-turn URL [--clients 3]
 //   node e2e/drive.mjs sdk URL
 //
-// workload: G system prompts of ~1,500 tokens x Q questions, interleaved
-// (one client, one request at a time), streamed chat with usage, 8 output
-// tokens; prints one JSON line: engine-reported hit rate (cached / prompt
-// tokens), client TTFT (ms, to the first streamed chunk) p50/mean/p90,
-// requests mostly uncached (cached < half the prompt), and the server of
-// each request (X-Upstream, set by nginx) per group.
+// shared-prefix: 4 system prompts of ~4,500 tokens x 10 questions,
+// interleaved; multi-turn: 9 conversations of 6 turns whose system prompts
+// (~1,200 tokens) open with one ~300-token preamble, each turn adding a
+// ~130-token question and the answer; --clients run concurrently, each taking the next request
+// (shared-prefix) or its own conversations in turn (multi-turn).  Streamed
+// chat with usage, 8 output tokens.  Prints one JSON line: requests and
+// errors, engine-reported hit rate (cached / prompt tokens), client TTFT
+// (ms, to the first streamed chunk) p50/mean/p90, requests mostly uncached
+// (cached < half the prompt), and the servers (X-Upstream, set by nginx)
+// of each system prompt or conversation.
 // sdk: chat, legacy completions, Responses and Anthropic Messages, each
 // streamed and not, and a 3-turn conversation; prints the calls that
 // failed and how many servers the conversation's turns went to.
@@ -24,11 +30,11 @@ const opt = (name, dflt) => {
 const openai = new OpenAI({ baseURL: url + "/v1", apiKey: "none", maxRetries: 0 });
 const MODEL = "e2e";
 
-// deterministic words: ~4 characters a token
-function words(seed, tokens) {
+// n deterministic words, ~3 tokens each in Llama 3's tokenizer
+function words(seed, n) {
   let x = seed >>> 0 || 1;
   const out = [];
-  for (let i = 0; i < tokens; i++) {
+  for (let i = 0; i < n; i++) {
     x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
     out.push("w" + (x % 5000).toString(36));
   }
@@ -46,39 +52,95 @@ async function chatStream(messages) {
     .create({ model: MODEL, messages, max_tokens: 8, stream: true,
               stream_options: { include_usage: true } })
     .withResponse();
-  let ttft = null, usage = null;
+  let ttft = null, usage = null, text = "";
   for await (const chunk of stream) {
     if (ttft === null && chunk.choices?.length) ttft = performance.now() - t0;
+    text += chunk.choices?.[0]?.delta?.content ?? "";
     if (chunk.usage) usage = chunk.usage;
   }
-  return { ttft, usage, server: response.headers.get("x-upstream") };
+  return { ttft, usage, text, server: response.headers.get("x-upstream") };
 }
 
-async function workload() {
-  const G = opt("groups", 4), Q = opt("questions", 10);
-  const systems = Array.from({ length: G }, (_, g) => words(1000 + g, 1500));
-  let prompt = 0, cached = 0, uncached = 0;
-  const ttfts = [], servers = Array.from({ length: G }, () => new Set());
-  for (let q = 0; q < Q; q++) {
-    for (let g = 0; g < G; g++) {
-      const r = await chatStream([
-        { role: "system", content: systems[g] },
-        { role: "user", content: words(50000 + g * 100 + q, 20) }]);
+// Runs tasks[c] (a list of async functions) for each client c at once;
+// gathers usage, TTFT and server per group; a failed request is counted,
+// not retried.
+async function run(tasks, groups) {
+  let prompt = 0, cached = 0, uncached = 0, errors = 0;
+  const ttfts = [], servers = Array.from({ length: groups }, () => new Set());
+  await Promise.all(tasks.map(async (next) => {
+    for (let t = next(); t; t = next()) {
+      let r;
+      try { r = await chatStream(t.messages()); } catch (e) {
+        errors++;
+        console.error("request failed: " + e.message);
+        continue;
+      }
       const p = r.usage?.prompt_tokens ?? 0;
       const c = r.usage?.prompt_tokens_details?.cached_tokens ?? 0;
       prompt += p; cached += c;
       if (c < p / 2) uncached++;
       ttfts.push(r.ttft);
-      servers[g].add(r.server);
+      servers[t.group].add(r.server);
+      t.done?.(r);
     }
-  }
+  }));
   const mean = ttfts.reduce((a, b) => a + b, 0) / ttfts.length;
   console.log(JSON.stringify({
-    requests: G * Q, hit_rate: prompt ? +(cached / prompt).toFixed(3) : null,
+    requests: ttfts.length + errors, errors,
+    hit_rate: prompt ? +(cached / prompt).toFixed(3) : null,
     ttft_ms: { p50: +pct(ttfts, 0.5).toFixed(1), mean: +mean.toFixed(1),
                p90: +pct(ttfts, 0.9).toFixed(1) },
     mostly_uncached: uncached,
     servers_per_group: servers.map((s) => s.size) }));
+}
+
+async function sharedPrefix() {
+  const G = 4, Q = 10, C = opt("clients", 3);
+  const systems = Array.from({ length: G }, (_, g) => words(1000 + g, 1500));
+  const queue = [];
+  for (let q = 0; q < Q; q++) {
+    for (let g = 0; g < G; g++) {
+      const question = words(50000 + g * 100 + q, 20);
+      queue.push({ group: g, messages: () => [
+        { role: "system", content: systems[g] },
+        { role: "user", content: question }] });
+    }
+  }
+  const next = () => queue.shift();
+  await run(Array.from({ length: C }, () => next), G);
+}
+
+async function multiTurn() {
+  const N = 9, T = 6, C = opt("clients", 3);
+  // the preamble is a quarter of the system prompt: llama-server keeps one
+  // prompt a slot and saves it to its prompt cache only when the next
+  // prompt would keep less than half of it (e2e/README.md)
+  const preamble = words(3000, 100);
+  const convs = Array.from({ length: N }, (_, n) => ({ turn: 0, messages: [
+    { role: "system", content: preamble + " " + words(3100 + n, 300) }] }));
+  // client c holds conversations c, c + C, ...; it asks their turns in
+  // rotation, so a conversation's turns are apart in time
+  const tasks = Array.from({ length: C }, (_, c) => {
+    const mine = convs.filter((_, n) => n % C === c);
+    let i = 0;
+    return () => {
+      for (let k = 0; k < mine.length; k++) {
+        const conv = mine[(i + k) % mine.length];
+        if (conv.turn < T) {
+          i = (i + k + 1) % mine.length;
+          const n = convs.indexOf(conv);
+          conv.messages.push({ role: "user",
+                               content: words(4000 + n * 10 + conv.turn, 40) });
+          conv.turn++;
+          return { group: n, messages: () => conv.messages,
+                   done: (r) => conv.messages.push(
+                     { role: "assistant", content: r.text || "." }) };
+        }
+      }
+      return null;
+    };
+  });
+  await run(tasks, N);
 }
 
 async function sdk() {
@@ -131,4 +193,9 @@ async function sdk() {
   process.exitCode = failed.length ? 1 : 0;
 }
 
-await (mode === "sdk" ? sdk() : workload());
+const modes = { "shared-prefix": sharedPrefix, "multi-turn": multiTurn, sdk };
+if (!modes[mode]) {
+  console.error("usage: drive.mjs shared-prefix|multi-turn|sdk URL [--clients N]");
+  process.exit(2);
+}
+await modes[mode]();

@@ -71,6 +71,7 @@ typedef struct {
     ngx_uint_t     nhash;
     u_char        *buf;
     uint64_t      *hash;
+    u_char         name[32];        /* the model's name, cut */
 } fuzz_out_t;
 
 
@@ -244,6 +245,8 @@ fuzz_build(json_t *root, size_t size, size_t block, fuzz_out_t *out)
     pr.len = 0;
     pr.key = 0;
     pr.seed = 0;
+    pr.name = out->name;
+    pr.name_size = sizeof(out->name);
 
     /* the module declines a body that is not an object before the call */
 

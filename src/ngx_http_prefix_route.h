@@ -38,6 +38,8 @@ typedef struct {
     ngx_http_prefix_route_choice_t      choice;      /* policy=,
                                                         affinity=,
                                                         max_load= */
+    ngx_flag_t                          feedback;    /* the engines' usage
+                                                        corrects the index */
 
     /* per server of the upstream: [0] primary, [1] backup, in list order */
     ngx_http_upstream_rr_peers_t       *peers;

@@ -35,6 +35,7 @@ struct ngx_http_prefix_route_entry_s {
     uint32_t                         parent;    /* prefix one block shorter */
     uint32_t                         holders;
     uint32_t                         children;  /* entries it is parent of */
+    uint32_t                         stamp;     /* last recorded, ms */
     uint16_t                         nholders;
     u_char                           pinned;    /* by the record under way */
 };
@@ -53,7 +54,7 @@ struct ngx_http_prefix_route_holder_s {
 
 /* the version of the structs above and in the header, kept in the zone */
 #define NGX_HTTP_PREFIX_ROUTE_LAYOUT                                         \
-    (0x50520200 + sizeof(ngx_http_prefix_route_sh_t)                         \
+    (0x50520300 + sizeof(ngx_http_prefix_route_sh_t)                         \
      + sizeof(ngx_http_prefix_route_peer_t)                                  \
      + sizeof(ngx_http_prefix_route_entry_t)                                 \
      + sizeof(ngx_http_prefix_route_holder_t))
@@ -351,11 +352,10 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
 ngx_uint_t
 ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t n, ngx_uint_t *held,
-    ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity)
+    ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity, uint32_t stamp)
 {
     ngx_uint_t                        d, i, k;
     ngx_http_prefix_route_sh_t       *sh;
-    ngx_http_prefix_route_link_t     *l;
     ngx_http_prefix_route_entry_t   **chain, *e;
     ngx_http_prefix_route_holder_t   *h, *up;
 
@@ -428,20 +428,16 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
 
         ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
         ngx_http_prefix_route_link_head(idx, &sh->lru, &h->zone_lru);
+
+        e = ngx_http_prefix_route_ptr(idx, h->entry);
+        e->stamp = stamp;
     }
 
-    while (capacity && peer->blocks > capacity) {
-        l = ngx_http_prefix_route_ptr(idx, peer->lru.prev);
-        h = (ngx_http_prefix_route_holder_t *) l;
-        e = ngx_http_prefix_route_ptr(idx, h->entry);
+    /* the prompt's own entries are pinned: it may be larger than that */
 
-        if (e->pinned || h->kids) {
-            /* the prompt alone is larger than the capacity */
-            break;
-        }
-
-        ngx_http_prefix_route_index_remove(idx, h);
-        sh->forgotten++;
+    if (capacity) {
+        sh->forgotten += ngx_http_prefix_route_index_trim(idx, peer, capacity,
+                                                          NULL);
     }
 
     for (d = 0; d < k; d++) {
@@ -454,6 +450,61 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     }
 
     return i;
+}
+
+
+ngx_uint_t
+ngx_http_prefix_route_index_stamp(ngx_http_prefix_route_index_t *idx,
+    uint64_t hash, uint32_t *stamp)
+{
+    ngx_http_prefix_route_entry_t  *e;
+
+    e = ngx_http_prefix_route_index_lookup(idx, hash);
+
+    if (e == NULL) {
+        return 0;
+    }
+
+    *stamp = e->stamp;
+
+    return 1;
+}
+
+
+ngx_uint_t
+ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity,
+    uint32_t *before)
+{
+    ngx_uint_t                       n;
+    ngx_http_prefix_route_link_t    *l;
+    ngx_http_prefix_route_entry_t   *e;
+    ngx_http_prefix_route_holder_t  *h;
+
+    n = 0;
+
+    while (peer->blocks > 0) {
+        l = ngx_http_prefix_route_ptr(idx, peer->lru.prev);
+        h = (ngx_http_prefix_route_holder_t *) l;
+        e = ngx_http_prefix_route_ptr(idx, h->entry);
+
+        /* the least recently used holder has no kids unless pinned above */
+
+        if (e->pinned || h->kids) {
+            break;
+        }
+
+        if (!(capacity && peer->blocks > capacity)
+            && !(before && (int32_t) (e->stamp - *before) < 0))
+        {
+            break;
+        }
+
+        ngx_http_prefix_route_index_remove(idx, h);
+        n++;
+    }
+
+    return n;
 }
 
 

@@ -49,6 +49,22 @@ typedef struct {
 
 
 /*
+ * What the engine reported of one server's cache against what the index
+ * predicted, ngx_http_prefix_route_module.c ("feedback"); tokens.
+ */
+typedef struct {
+    ngx_uint_t                       responses; /* with a cached figure */
+    uint64_t                         prompt;    /* tokens reported */
+    uint64_t                         cached;    /* of which cached */
+    uint64_t                         predicted; /* cached, as predicted */
+    ngx_uint_t                       agreed;    /* within 16 tokens */
+    ngx_uint_t                       under;     /* the engine held less */
+    ngx_uint_t                       over;      /* the engine held more */
+    ngx_uint_t                       dropped;   /* holders dropped for it */
+} ngx_http_prefix_route_feedback_t;
+
+
+/*
  * A server of the upstream as the zone knows it, found by its name so
  * that a reload with the same servers keeps its blocks and figures.
  */
@@ -65,6 +81,10 @@ typedef struct {
     ngx_uint_t                       requests;  /* routed here */
     ngx_uint_t                       hits;      /* of which with a match */
 
+    ngx_uint_t                       capacity;  /* blocks, learned from
+                                                   feedback; 0: as set */
+    ngx_http_prefix_route_feedback_t fb;
+
     size_t                           len;
     u_char                           name[1];   /* e.g. addr:port */
 } ngx_http_prefix_route_peer_t;
@@ -76,6 +96,20 @@ typedef struct {
                                                    same pid apart */
     ngx_pid_t                        pid;       /* 0: a free slot */
 } ngx_http_prefix_route_worker_t;
+
+
+/* models whose bytes per token the zone learns, at most */
+#define NGX_HTTP_PREFIX_ROUTE_MODELS       8
+#define NGX_HTTP_PREFIX_ROUTE_MODEL_NAME   32
+
+
+/* bytes of canonical prompt per engine token, for one model */
+typedef struct {
+    uint64_t                         model;     /* prompt.model, 0: free */
+    uint32_t                         ratio;     /* bytes a token x 256 */
+    uint32_t                         samples;
+    u_char                           name[NGX_HTTP_PREFIX_ROUTE_MODEL_NAME];
+} ngx_http_prefix_route_ratio_t;
 
 
 typedef struct {
@@ -109,6 +143,9 @@ typedef struct {
     ngx_atomic_t                     requests[4];   /* by status */
     ngx_atomic_t                     prompt_bytes;  /* canonical prompt */
     ngx_atomic_t                     matched_bytes; /* on the chosen peers */
+
+    /* learned from the engines' usage, under the mutex */
+    ngx_http_prefix_route_ratio_t    ratios[NGX_HTTP_PREFIX_ROUTE_MODELS];
 
     /* zone mutex hold time of the balancer, log2 buckets of ns */
     ngx_atomic_t                     lock_ns[32];
@@ -170,16 +207,35 @@ ngx_uint_t ngx_http_prefix_route_index_match(
  * the number of blocks ngx_http_prefix_route_index_match() found it held,
  * a hint: the index may have changed since; on output, the number it held
  * before this record.  Adds the missing entries and
- * holders, makes all of them the most recently used, then drops the
- * peer's least recently used holders beyond "capacity" blocks (0: no
- * limit).  When the zone is full it drops the zone's least recently used
+ * holders, makes all of them the most recently used and stamps their
+ * blocks with "stamp" (ms), then drops the peer's least recently used
+ * holders beyond "capacity" blocks (0: no limit).  When the zone is full it drops the zone's least recently used
  * holders, never those of this prompt; if that is not enough the prefix
  * is recorded only in part.  Never fails.  Returns the number of blocks
  * recorded, from the first.
  */
 ngx_uint_t ngx_http_prefix_route_index_record(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
-    ngx_uint_t *held, ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity);
+    ngx_uint_t *held, ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity,
+    uint32_t stamp);
+
+/*
+ * The time, in ms ("stamp" of the last record()), when the prefix ending
+ * at the block "hash" was last recorded for any peer.  Returns 1, or 0
+ * when the index does not hold that block.
+ */
+ngx_uint_t ngx_http_prefix_route_index_stamp(
+    ngx_http_prefix_route_index_t *idx, uint64_t hash, uint32_t *stamp);
+
+/*
+ * Drops "peer"'s least recently used holders while it holds more than
+ * "capacity" blocks (0: no limit), or while the block of its least
+ * recently used holder was last recorded before *before (ms, a signed
+ * difference; NULL: no such limit).  Returns the number dropped.
+ */
+ngx_uint_t ngx_http_prefix_route_index_trim(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
+    ngx_uint_t capacity, uint32_t *before);
 
 /*
  * Takes back what ngx_http_prefix_route_index_record() added for "peer"

@@ -74,7 +74,8 @@ static void ngx_http_prefix_route_prompt_byte(ngx_http_prefix_route_walk_t *w,
 static void ngx_http_prefix_route_prompt_key(ngx_http_prefix_route_walk_t *w);
 static json_t *ngx_http_prefix_route_prompt_get(json_t *obj, const char *key);
 static ngx_uint_t ngx_http_prefix_route_prompt_eq(json_t *v, char *s);
-static uint64_t ngx_http_prefix_route_prompt_seed(json_t *root);
+static void ngx_http_prefix_route_prompt_seed(json_t *root,
+    ngx_http_prefix_route_prompt_t *pr);
 static char *ngx_http_prefix_route_prompt_bytes(json_t *v, u_char **p,
     size_t *len);
 
@@ -126,7 +127,7 @@ ngx_http_prefix_route_prompt_build(json_t *root,
         pr->key = pr->len;
     }
 
-    pr->seed = ngx_http_prefix_route_prompt_seed(root);
+    ngx_http_prefix_route_prompt_seed(root, pr);
 
     return NGX_OK;
 }
@@ -613,13 +614,13 @@ ngx_http_prefix_route_prompt_eq(json_t *v, char *s)
 }
 
 
-static uint64_t
-ngx_http_prefix_route_prompt_seed(json_t *root)
+static void
+ngx_http_prefix_route_prompt_seed(json_t *root,
+    ngx_http_prefix_route_prompt_t *pr)
 {
     char         *model_json, *salt_json;
     size_t        model_len, salt_len;
     u_char       *model, *salt;
-    uint64_t      seed;
     json_free_t   free_fn;
 
     model_json = ngx_http_prefix_route_prompt_bytes(
@@ -635,7 +636,15 @@ ngx_http_prefix_route_prompt_seed(json_t *root)
                     ngx_http_prefix_route_prompt_get(root, "cache_salt"),
                     &salt, &salt_len);
 
-    seed = ngx_http_prefix_route_hash_seed(model, model_len, salt, salt_len);
+    pr->seed = ngx_http_prefix_route_hash_seed(model, model_len, salt,
+                                               salt_len);
+    pr->model = ngx_http_prefix_route_hash_seed(model, model_len, NULL, 0);
+
+    if (pr->name != NULL && pr->name_size > 0) {
+        pr->name_len = ngx_min(model_len, pr->name_size - 1);
+        ngx_memcpy(pr->name, model, pr->name_len);
+        pr->name[pr->name_len] = '\0';
+    }
 
     json_get_alloc_funcs(NULL, &free_fn);
 
@@ -646,8 +655,6 @@ ngx_http_prefix_route_prompt_seed(json_t *root)
     if (salt_json != NULL) {
         free_fn(salt_json);
     }
-
-    return seed;
 }
 
 

@@ -27,6 +27,11 @@ typedef struct {
                              is not a system/developer one, or pr->len when
                              there is none (tie-break key) */
     uint64_t     seed;    /* chain seed from model and cache_salt */
+    uint64_t     model;   /* the model's seed alone: a model's name */
+    u_char      *name;    /* output, the model's name cut to name_size - 1
+                             bytes, or NULL: not wanted */
+    size_t       name_size;
+    size_t       name_len;
 } ngx_http_prefix_route_prompt_t;
 
 

@@ -48,6 +48,15 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_P_BLOCKS,
     NGX_HTTP_PREFIX_ROUTE_P_REQUESTS,
     NGX_HTTP_PREFIX_ROUTE_P_HITS,
+    NGX_HTTP_PREFIX_ROUTE_P_CAPACITY,
+    NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES,
+    NGX_HTTP_PREFIX_ROUTE_P_FB_PROMPT,
+    NGX_HTTP_PREFIX_ROUTE_P_FB_CACHED,
+    NGX_HTTP_PREFIX_ROUTE_P_FB_PREDICTED,
+    NGX_HTTP_PREFIX_ROUTE_P_FB_AGREED,
+    NGX_HTTP_PREFIX_ROUTE_P_FB_UNDER,
+    NGX_HTTP_PREFIX_ROUTE_P_FB_OVER,
+    NGX_HTTP_PREFIX_ROUTE_P_FB_DROPPED,
     NGX_HTTP_PREFIX_ROUTE_P_N
 };
 
@@ -76,6 +85,7 @@ typedef struct {
     ngx_int_t                          errors;    /* index check, -1: none */
     ngx_uint_t                         npeers;
     ngx_http_prefix_route_peer_stat_t *peers;
+    ngx_http_prefix_route_ratio_t      ratios[NGX_HTTP_PREFIX_ROUTE_MODELS];
 } ngx_http_prefix_route_stat_t;
 
 
@@ -93,6 +103,7 @@ static u_char *ngx_http_prefix_route_status_html(u_char *p,
     ngx_array_t *stats);
 static u_char *ngx_http_prefix_route_status_percent(u_char *p, uint64_t part,
     uint64_t whole);
+static u_char *ngx_http_prefix_route_status_ratio(u_char *p, uint32_t ratio);
 
 
 static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
@@ -131,7 +142,28 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_pfields[] = {
     { "requests", "peer_requests_total", "counter",
       "Attempts routed to the peer, retries included." },
     { "hits", "peer_hits_total", "counter",
-      "Attempts routed to the peer while it held part of their prompt." }
+      "Attempts routed to the peer while it held part of their prompt." },
+    { "capacity_blocks", "peer_capacity_blocks", "gauge",
+      "Blocks the index keeps for the peer at most: learned from its "
+      "responses' usage, else capacity= in blocks; 0: no limit." },
+    { "feedback_responses", "peer_feedback_responses_total", "counter",
+      "Responses of the peer that reported cached prompt tokens." },
+    { "reported_prompt_tokens", "peer_reported_prompt_tokens_total",
+      "counter", "Prompt tokens those responses reported." },
+    { "reported_cached_tokens", "peer_reported_cached_tokens_total",
+      "counter", "Cached prompt tokens those responses reported." },
+    { "predicted_cached_tokens", "peer_predicted_cached_tokens_total",
+      "counter", "Cached prompt tokens the index predicted for them." },
+    { "feedback_agreed", "peer_feedback_agreed_total", "counter",
+      "Responses whose cached tokens were within one block of the "
+      "prediction: 16 tokens, or the index's block in tokens if more." },
+    { "feedback_under", "peer_feedback_under_total", "counter",
+      "Responses with fewer cached tokens than predicted." },
+    { "feedback_over", "peer_feedback_over_total", "counter",
+      "Responses with more cached tokens than predicted." },
+    { "feedback_dropped", "peer_feedback_dropped_total", "counter",
+      "Index holders dropped because the peer had evicted a prefix "
+      "recorded after them." }
 };
 
 
@@ -363,6 +395,11 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
 
         ngx_http_prefix_route_status_peers(prcf, peers, st, size);
 
+        ngx_memcpy(st->ratios, sh->ratios, sizeof(st->ratios));
+        *size += NGX_HTTP_PREFIX_ROUTE_MODELS * 3
+                 * (160 + 2 * NGX_INT64_LEN
+                    + 6 * (st->name->len + NGX_HTTP_PREFIX_ROUTE_MODEL_NAME));
+
         ngx_shmtx_unlock(&shpool->mutex);
         ngx_http_upstream_rr_peers_unlock(peers);
     }
@@ -411,8 +448,9 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
             ps->name = &peer->name;
             ps->state = &ngx_http_prefix_route_states[state];
 
-            *size += 8 * (128 + NGX_INT64_LEN
-                          + 6 * (st->name->len + peer->name.len));
+            *size += (NGX_HTTP_PREFIX_ROUTE_P_N + 4)
+                     * (160 + NGX_INT64_LEN
+                        + 6 * (st->name->len + peer->name.len));
 
             sp = prcf->shared[b][i];
 
@@ -422,6 +460,19 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS] = sp->blocks;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS] = sp->requests;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_HITS] = sp->hits;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_CAPACITY] =
+                              sp->capacity ? sp->capacity
+                                           : prcf->capacity / prcf->block;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES] =
+                                                          sp->fb.responses;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_PROMPT] = sp->fb.prompt;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_CACHED] = sp->fb.cached;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_PREDICTED] =
+                                                          sp->fb.predicted;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_AGREED] = sp->fb.agreed;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_UNDER] = sp->fb.under;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_OVER] = sp->fb.over;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_DROPPED] = sp->fb.dropped;
             }
 
             ps++;
@@ -435,6 +486,7 @@ ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
 {
     ngx_uint_t                          i, k, n;
     ngx_http_prefix_route_stat_t       *st;
+    ngx_http_prefix_route_ratio_t      *r;
     ngx_http_prefix_route_peer_stat_t  *ps;
 
     st = stats->elts;
@@ -472,6 +524,23 @@ ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
             p = ngx_sprintf(p, ",\"index_errors\":%i", st[i].errors);
         }
 
+        p = ngx_sprintf(p, ",\"models\":[");
+
+        for (k = 0, n = 0; k < NGX_HTTP_PREFIX_ROUTE_MODELS; k++) {
+            r = &st[i].ratios[k];
+
+            if (r->samples == 0) {
+                continue;
+            }
+
+            p = ngx_sprintf(p, "%s{\"name\":\"%s\",\"bytes_per_token\":",
+                            n++ ? "," : "", r->name);
+            p = ngx_http_prefix_route_status_ratio(p, r->ratio);
+            p = ngx_sprintf(p, ",\"samples\":%uD}", r->samples);
+        }
+
+        *p++ = ']';
+
         p = ngx_sprintf(p, ",\"peers\":[");
 
         for (n = 0; n < st[i].npeers; n++) {
@@ -500,7 +569,8 @@ ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
  * The Prometheus text exposition format: each metric once with its HELP
  * and TYPE lines, then a sample per upstream (and peer), labelled
  * "upstream" and "peer".  Names are server addresses and upstream names,
- * which hold no character that needs escaping in a label value.
+ * which hold no character that needs escaping in a label value; model
+ * names keep only letters, digits and "-._:/@+" (..._model_name()).
  */
 
 static u_char *
@@ -508,6 +578,7 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
 {
     ngx_uint_t                          i, k, n;
     ngx_http_prefix_route_stat_t       *st;
+    ngx_http_prefix_route_ratio_t      *r;
     ngx_http_prefix_route_field_t      *f;
     ngx_http_prefix_route_peer_stat_t  *ps;
 
@@ -554,6 +625,27 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
         }
     }
 
+    p = ngx_sprintf(p, "# HELP nginx_prefix_route_bytes_per_token "
+                       "Bytes of canonical prompt per engine token, learned "
+                       "per model from the responses' usage.\n"
+                       "# TYPE nginx_prefix_route_bytes_per_token gauge\n");
+
+    for (i = 0; i < stats->nelts; i++) {
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_MODELS; k++) {
+            r = &st[i].ratios[k];
+
+            if (r->samples == 0) {
+                continue;
+            }
+
+            p = ngx_sprintf(p, "nginx_prefix_route_bytes_per_token"
+                               "{upstream=\"%V\",model=\"%s\"} ",
+                            st[i].name, r->name);
+            p = ngx_http_prefix_route_status_ratio(p, r->ratio);
+            *p++ = '\n';
+        }
+    }
+
     for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_P_N; k++) {
         f = &ngx_http_prefix_route_pfields[k];
 
@@ -586,6 +678,7 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
     uint64_t                           *v;
     ngx_uint_t                          i, k, n;
     ngx_http_prefix_route_stat_t       *st;
+    ngx_http_prefix_route_ratio_t      *r;
     ngx_http_prefix_route_peer_stat_t  *ps;
 
     st = stats->elts;
@@ -620,10 +713,23 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
                                         v[NGX_HTTP_PREFIX_ROUTE_U_MATCHED],
                                         v[NGX_HTTP_PREFIX_ROUTE_U_PROMPT]);
 
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_MODELS; k++) {
+            r = &st[i].ratios[k];
+
+            if (r->samples) {
+                p = ngx_sprintf(p, "<br>model %s: ", r->name);
+                p = ngx_http_prefix_route_status_ratio(p, r->ratio);
+                p = ngx_sprintf(p, " bytes of prompt a token (%uD responses)",
+                                r->samples);
+            }
+        }
+
         p = ngx_sprintf(p, "</p>\n<table><tr><th>peer</th><th>state</th>"
                            "<th>in flight</th><th>queued KiB</th>"
                            "<th>requests</th><th>hits</th><th>hit rate</th>"
-                           "<th>blocks</th></tr>\n");
+                           "<th>blocks</th><th>capacity</th>"
+                           "<th>engine hit rate</th><th>predicted</th>"
+                           "<th>agreed</th></tr>\n");
 
         for (n = 0; n < st[i].npeers; n++) {
             ps = &st[i].peers[n];
@@ -644,8 +750,24 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
                                         v[NGX_HTTP_PREFIX_ROUTE_P_HITS],
                                         v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS]);
 
-            p = ngx_sprintf(p, "</td><td>%uL</td></tr>\n",
-                            v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS]);
+            p = ngx_sprintf(p, "</td><td>%uL</td><td>%uL</td><td>",
+                            v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS],
+                            v[NGX_HTTP_PREFIX_ROUTE_P_CAPACITY]);
+
+            /* token-weighted: cached and predicted of the prompt tokens */
+
+            p = ngx_http_prefix_route_status_percent(p,
+                                    v[NGX_HTTP_PREFIX_ROUTE_P_FB_CACHED],
+                                    v[NGX_HTTP_PREFIX_ROUTE_P_FB_PROMPT]);
+            p = ngx_cpymem(p, "</td><td>", 9);
+            p = ngx_http_prefix_route_status_percent(p,
+                                    v[NGX_HTTP_PREFIX_ROUTE_P_FB_PREDICTED],
+                                    v[NGX_HTTP_PREFIX_ROUTE_P_FB_PROMPT]);
+            p = ngx_cpymem(p, "</td><td>", 9);
+            p = ngx_http_prefix_route_status_percent(p,
+                                    v[NGX_HTTP_PREFIX_ROUTE_P_FB_AGREED],
+                                    v[NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES]);
+            p = ngx_cpymem(p, "</td></tr>\n", 11);
         }
 
         p = ngx_cpymem(p, "</table>\n", 9);
@@ -670,4 +792,17 @@ ngx_http_prefix_route_status_percent(u_char *p, uint64_t part, uint64_t whole)
     permille = part * 1000 / whole;
 
     return ngx_sprintf(p, "%uL.%uL%%", permille / 10, permille % 10);
+}
+
+
+/* a ratio kept x 256 with two decimals */
+
+static u_char *
+ngx_http_prefix_route_status_ratio(u_char *p, uint32_t ratio)
+{
+    uint32_t  hundredths;
+
+    hundredths = (uint32_t) (((uint64_t) ratio * 100 + 128) / 256);
+
+    return ngx_sprintf(p, "%uD.%02uD", hundredths / 100, hundredths % 100);
 }

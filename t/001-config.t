@@ -544,3 +544,11 @@ my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"$p\"}";
 --- must_die
 --- error_log
 invalid decay "decay=soon", it must be a time (500ms, 5s, 1m...)
+
+
+
+=== TEST 46: feedback is on or off
+--- http_config eval: ::upstream("zone=llm:1m feedback=yes", 1)
+--- must_die
+--- error_log
+invalid feedback "feedback=yes", it must be "on" or "off"

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -118,7 +119,8 @@ TARGET_WORKLOADS = ("multi-turn", "shared-prefix", "mooncake", "mooncake-8",
                     "mixed-output")
 
 # name: (title, the balancing line, nginx instances); prefix_route's line
-# is completed by nginx_conf() with the zone and the capacity
+# is completed by nginx_conf() with the zone and the capacity, times
+# CAPACITY_X[name] when the balancer is there
 BALANCERS = collections.OrderedDict([
     ("round_robin", ("round robin", "", 1)),
     ("least_conn", ("least_conn", "least_conn;", 1)),
@@ -130,7 +132,21 @@ BALANCERS = collections.OrderedDict([
     ("prefix_route", ("prefix_route", "prefix_route", 1)),
     ("prefix_route_x3", ("prefix_route, 3 nginx instances", "prefix_route",
                          3)),
+    # make bench-feedback: the engines' usage on and off
+    ("prefix_route_nofb", ("prefix_route, feedback off",
+                           "prefix_route feedback=off", 1)),
+    ("prefix_route_x3_nofb", ("prefix_route, 3 nginx instances, feedback "
+                              "off", "prefix_route feedback=off", 3)),
+    ("prefix_route_cap4", ("prefix_route, capacity= 4x the servers' cache",
+                           "prefix_route", 1)),
+    ("prefix_route_cap4_nofb", ("prefix_route, capacity= 4x the servers' "
+                                "cache, feedback off",
+                                "prefix_route feedback=off", 1)),
 ])
+CAPACITY_X = {"prefix_route_cap4": 4, "prefix_route_cap4_nofb": 4}
+# make bench runs these unless told otherwise
+BENCH_BALANCERS = ("round_robin", "least_conn", "random_two", "hash_session",
+                   "cache_aware", "prefix_route", "prefix_route_x3")
 STOCK = ("round_robin", "least_conn", "random_two", "hash_session")
 
 KV_BLOCKS = 28672       # the simulator's default, H100 80GB
@@ -248,7 +264,9 @@ def nginx_conf(workdir, module, port, backend_ports, balancer, zone,
         # 4): 28,672 blocks x 16 tokens x 4 bytes
         method = method.replace("prefix_route", "prefix_route zone=%s:32m "
                                 "capacity=%dk" % (zone, KV_BLOCKS * 16 * 4
-                                                  // 1024)) + ";"
+                                                  // 1024
+                                                  * CAPACITY_X.get(balancer,
+                                                                   1))) + ";"
     servers = "\n".join("        server 127.0.0.1:%d;" % p
                         for p in backend_ports)
     return """\
@@ -286,6 +304,9 @@ http {
             proxy_buffering off;
             proxy_read_timeout 600s;
             add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length";
+        }
+        location = /prefix-route-status {
+            prefix_route_status;
         }
     }
 }
@@ -452,7 +473,11 @@ def replay_caches(path, n, pooled=False, kv_blocks=KV_BLOCKS,
 
 
 def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
-            n_backends, raw_dir, nginx_ports=None, backend_ports=None):
+            n_backends, raw_dir, nginx_ports=None, backend_ports=None,
+            restart_at=None, records=None):
+    """One workload through one balancer; restart_at (wall s after the
+    start): the first backend restarts then (POST /sim/restart); records:
+    write every request's record there."""
     scale = spec["scale"]
     n_nginx = BALANCERS[balancer][2]
     rundir = os.path.join(workdir, "%s-%s" % (wl_name, balancer))
@@ -463,7 +488,9 @@ def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
     out = os.path.join(raw_dir, "%s.%s.json" % (wl_name, balancer))
     argv = [PY, LOADGEN, wl_path, "--time-scale", repr(scale),
             "--label", "%s %s" % (wl_name, balancer), "-o", out]
-    if getattr(a, "records", False):
+    if records:
+        argv += ["--records", records]
+    elif getattr(a, "records", False):
         argv += ["--records", os.path.join(rundir, "records.jsonl")]
     for u in fleet.urls:
         argv += ["--url", u]
@@ -473,6 +500,12 @@ def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
         t0 = time.monotonic()
         lg = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
         procs.record(lg)
+        if restart_at is not None:
+            import threading
+            timer = threading.Timer(restart_at, sim_restart,
+                                    (fleet.backend_ports[0],))
+            timer.daemon = True
+            timer.start()
         try:
             rc = lg.wait()
         finally:
@@ -485,6 +518,8 @@ def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
         errlog = "".join(tail(os.path.join(rundir, "nginx%d" % i,
                                            "error.log"), 5)
                          for i in range(n_nginx))
+        fb = feedback_of(fleet) if "prefix_route" in BALANCERS[balancer][1] \
+            else None
     finally:
         fleet.stop()
     with open(out) as f:
@@ -494,10 +529,77 @@ def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
     res["module_sha256"] = module_sha(a.module)
     if errlog.strip():
         res["nginx_error_log_tail"] = errlog[-2000:]
+    if fb:
+        res["feedback"] = fb
     with open(out, "w") as f:
         json.dump(res, f, indent=1)
         f.write("\n")
     return res
+
+
+def sim_restart(port):
+    """What a restarted engine's cache looks like: the simulator forgets
+    it (bench/sim/README.md, POST /sim/restart)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request("POST", "/sim/restart", b"")
+        c.getresponse().read()
+    finally:
+        c.close()
+
+
+def recovery(path, backend, t_restart):
+    """From a run's records: the restarted backend's hit rate (cached /
+    prompt tokens) before the restart, and the number of its requests
+    after it until the hit rate of its last 20 is back to 90% of that."""
+    with open(path) as f:
+        recs = [json.loads(line) for line in f]
+    mine = sorted((r for r in recs if r.get("backend") == backend
+                   and r.get("prompt_tokens")), key=lambda r: r["t_send"])
+    before = [r for r in mine if r["t_send"] < t_restart]
+    after = [r for r in mine if r["t_send"] >= t_restart]
+    hit = (sum(r["cached_tokens"] for r in before)
+           / max(1, sum(r["prompt_tokens"] for r in before)))
+    for n in range(20, len(after) + 1):
+        w = after[n - 20:n]
+        if (sum(r["cached_tokens"] for r in w)
+                >= 0.9 * hit * sum(r["prompt_tokens"] for r in w)):
+            return {"hit_before": hit, "requests_to_recover": n,
+                    "requests_after": len(after)}
+    return {"hit_before": hit, "requests_to_recover": None,
+            "requests_after": len(after)}
+
+
+def feedback_of(fleet):
+    """The engines' usage against the index, summed over the nginx
+    instances' status: responses that reported cached tokens, the share
+    whose report was within one block of the prediction, cached tokens
+    predicted and reported over the prompt tokens reported, and the
+    corrections."""
+    keys = ("feedback_responses", "feedback_agreed", "feedback_under",
+            "feedback_over", "feedback_dropped", "reported_prompt_tokens",
+            "reported_cached_tokens", "predicted_cached_tokens")
+    tot = dict.fromkeys(keys, 0)
+    ratios = []
+    for url in fleet.urls:
+        with urllib.request.urlopen(url + "/prefix-route-status",
+                                    timeout=10) as f:
+            st = json.load(f)
+        for u in st["upstreams"]:
+            ratios += [m["bytes_per_token"] for m in u["models"]]
+            for p in u["peers"]:
+                for k in keys:
+                    tot[k] += p[k]
+    n, prompt = tot["feedback_responses"], tot["reported_prompt_tokens"]
+    return {"responses": n,
+            "agreed": tot["feedback_agreed"] / n if n else None,
+            "predicted": tot["predicted_cached_tokens"] / prompt
+            if prompt else None,
+            "reported": tot["reported_cached_tokens"] / prompt
+            if prompt else None,
+            "under": tot["feedback_under"], "over": tot["feedback_over"],
+            "dropped": tot["feedback_dropped"],
+            "bytes_per_token": ratios}
 
 
 # ---------------------------------------------------------------------------
@@ -535,6 +637,7 @@ def row_of(res, bnd, rr):
         "send_lag_p99_wall_ms": (res.get("send_lag_wall_ms") or {}).get(
             "p99"),
         "prefix_route_status": res.get("prefix_route_status"),
+        "feedback": res.get("feedback"),
         "module_sha256": res.get("module_sha256"),
     }
 
@@ -1155,6 +1258,171 @@ def cmd_demo(a):
 # estimate: the load of a workload on N backends from the simulator's
 # capacity, under round robin, without running anything
 
+# make bench-feedback: what the engines' usage changes, in one sitting
+FEEDBACK_RUNS = (
+    ("multi-turn", ("prefix_route", "prefix_route_nofb", "prefix_route_cap4",
+                    "prefix_route_cap4_nofb", "prefix_route_x3",
+                    "prefix_route_x3_nofb")),
+    ("shared-prefix", ("prefix_route", "prefix_route_nofb",
+                       "prefix_route_cap4", "prefix_route_cap4_nofb",
+                       "prefix_route_x3", "prefix_route_x3_nofb")),
+    ("mooncake", ("prefix_route", "prefix_route_nofb", "prefix_route_x3",
+                  "prefix_route_x3_nofb")),
+    ("mooncake-8", ("prefix_route", "prefix_route_nofb", "prefix_route_x3",
+                    "prefix_route_x3_nofb")),
+    ("mixed-output", ("prefix_route", "prefix_route_nofb",
+                      "prefix_route_x3", "prefix_route_x3_nofb")),
+)
+
+
+# wall s into the multi-turn run (about 32 s) when b1 restarts
+RESTART_AT = 13.0
+
+
+def cmd_feedback(a):
+    """Issue 12's targets of response feedback: capacity= 4x too large,
+    3 nginx instances, the prediction's accuracy; feedback.md."""
+    raw_dir = os.path.join(a.out, "raw-feedback")
+    os.makedirs(raw_dir, exist_ok=True)
+    procs = Procs()
+    workdir = tempfile.mkdtemp(prefix="prefix-route-feedback.")
+    t0 = time.monotonic()
+    out = {"environment": environment(a), "workloads": {}}
+    try:
+        for wl, balancers in FEEDBACK_RUNS:
+            spec = WORKLOADS[wl]
+            if spec.get("trace"):
+                if not os.path.exists(a.trace):
+                    print("skip %s: no trace at %s" % (wl, a.trace))
+                    continue
+                spec = dict(spec, gen=spec["gen"] + ["--trace", a.trace])
+            n = spec.get("backends", BACKENDS)
+            path = generate(wl, spec)
+            bnd = bound(path, n)["hit_rate"]
+            rows = {}
+            for b in balancers:
+                res = run_one(procs, a, workdir, wl, spec, path, b,
+                              a.port_base, n, raw_dir)
+                rows[b] = row_of(res, bnd, None)
+                f = rows[b]["feedback"] or {}
+                print("%s %s: hit rate %.3f (%.3f of the bound), TTFT p90 "
+                      "%s ms; agreed %s" % (
+                          wl, b, rows[b]["hit_rate"],
+                          rows[b]["hit_vs_bound"],
+                          fmt(rows[b]["ttft_p90_ms"]),
+                          fmt(f.get("agreed"), "%.3f")), flush=True)
+            out["workloads"][wl] = {"bound": bnd, "rows": rows}
+        # one backend restarted at about 40% of the multi-turn run
+        wl = "multi-turn"
+        spec = WORKLOADS[wl]
+        path = generate(wl, spec)
+        bnd = bound(path, BACKENDS)["hit_rate"]
+        out["restart"] = {}
+        for b in ("prefix_route", "prefix_route_nofb"):
+            at = RESTART_AT
+            rec = os.path.join(workdir, "restart-%s.jsonl" % b)
+            res = run_one(procs, a, workdir, wl + "-restart", spec, path, b,
+                          a.port_base, BACKENDS, raw_dir, restart_at=at,
+                          records=rec)
+            r = dict(recovery(rec, "b1", at), hit_rate=res["hit_rate"],
+                     hit_vs_bound=res["hit_rate"] / bnd, restart_at_s=at)
+            out["restart"][b] = r
+            print("restart, %s: %s" % (b, r), flush=True)
+    finally:
+        procs.stop()
+        subprocess.run(["rm", "-rf", workdir])
+    out["environment"]["bench_wall_s"] = round(time.monotonic() - t0, 1)
+    with open(os.path.join(a.out, "feedback.json"), "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+    md = feedback_report(out)
+    with open(os.path.join(a.out, "feedback.md"), "w") as f:
+        f.write(md)
+    print(md)
+    return 0
+
+
+def feedback_report(out):
+    """feedback.md: a table per workload, then the targets."""
+    md = ["# Feedback from the engines (make bench-feedback)\n\n",
+          "One sitting, nginx with %s workers, the simulator's usage "
+          "(`prompt_tokens_details.cached_tokens`, streams with "
+          "`include_usage`). *Agreed*: responses whose reported cached "
+          "tokens were within one block (16 tokens, or 64 bytes if more) of the "
+          "index's prediction; *predicted* and "
+          "*reported*: cached tokens over the prompt tokens reported; "
+          "*under*/*over*: the engine held less/more; *dropped*: index "
+          "entries dropped on its word. Took %.0f s.\n\n"
+          % (out["environment"].get("workers", 2),
+             out["environment"]["bench_wall_s"])]
+    checks = []
+    for wl, w in out["workloads"].items():
+        rows = w["rows"]
+        md.append("## %s (pooled-cache bound %.3f)\n\n" % (wl, w["bound"]))
+        md.append("| balancer | hit rate | / bound | TTFT p50 | p90 | p99 "
+                  "| agreed | predicted | reported | under | over "
+                  "| dropped |\n" + "| --- " * 12 + "|\n")
+        for b, r in rows.items():
+            f = r["feedback"] or {}
+            md.append("| %s | %.3f | %.3f | %s | %s | %s | %s | %s | %s "
+                      "| %s | %s | %s |\n" % (
+                          BALANCERS[b][0], r["hit_rate"], r["hit_vs_bound"],
+                          fmt(r["ttft_p50_ms"]), fmt(r["ttft_p90_ms"]),
+                          fmt(r["ttft_p99_ms"]), fmt(f.get("agreed"), "%.3f"),
+                          fmt(f.get("predicted"), "%.3f"),
+                          fmt(f.get("reported"), "%.3f"),
+                          fmt(f.get("under"), "%d"), fmt(f.get("over"), "%d"),
+                          fmt(f.get("dropped"), "%d")))
+        md.append("\n")
+
+        def hit(b):
+            return rows[b]["hit_rate"] if b in rows else None
+
+        if "prefix_route_cap4" in rows and wl == "multi-turn":
+            v = rows["prefix_route_cap4"]["hit_vs_bound"]
+            checks.append(("%s, capacity= 4x too large: hit rate with "
+                           "feedback >= 0.95 x the bound" % wl, v >= 0.95,
+                           "%.3f (without feedback %.3f)" % (
+                               v, rows["prefix_route_cap4_nofb"]
+                               ["hit_vs_bound"])))
+        if "prefix_route_x3" in rows:
+            v = hit("prefix_route_x3") / hit("prefix_route")
+            off = hit("prefix_route_x3_nofb") / hit("prefix_route_nofb")
+            checks.append(("%s, 3 nginx instances with feedback: >= 0.95 x "
+                           "one instance's hit rate" % wl, v >= 0.95,
+                           "%.3f (without feedback %.3f)" % (v, off)))
+        if wl in ("multi-turn", "shared-prefix"):
+            for b in ("prefix_route", "prefix_route_cap4"):
+                f = rows.get(b, {}).get("feedback") or {}
+                if f.get("agreed") is not None:
+                    checks.append(("%s, %s: predictions within one block "
+                                   ">= 0.9" % (wl, BALANCERS[b][0]),
+                                   f["agreed"] >= 0.9,
+                                   "%.3f of %d" % (f["agreed"],
+                                                   f["responses"])))
+    if out.get("restart"):
+        md.append("## One backend restarted mid-run (multi-turn)\n\n"
+                  "b1's cache is wiped (POST /sim/restart) 13 s into the "
+                  "multi-turn run. *Requests to recover*: b1's requests "
+                  "after the restart until the hit rate of its last 20 is "
+                  "back to 90%% of its rate before.\n\n"
+                  "| balancer | b1 hit rate before | requests to recover "
+                  "| b1 requests after | run hit rate |\n"
+                  "| --- | --- | --- | --- | --- |\n")
+        for b, r in out["restart"].items():
+            md.append("| %s | %.3f | %s | %d | %.3f |\n" % (
+                BALANCERS[b][0], r["hit_before"],
+                fmt(r["requests_to_recover"], "%d"), r["requests_after"],
+                r["hit_rate"]))
+        md.append("\n")
+    md.append("## Targets (issue 12)\n\n| target | | measured |\n"
+              "| --- | --- | --- |\n")
+    for what, ok, txt in checks:
+        md.append("| %s | %s | %s |\n" % (what, "met" if ok else "missed",
+                                           txt))
+    return "".join(md)
+
+
 def cmd_report(a):
     """bench.md and the plots again, from bench.json."""
     with open(os.path.join(a.out, "bench.json")) as f:
@@ -1200,7 +1468,7 @@ def main():
     sp = sub.add_parser("bench", help="the whole benchmark (make bench)")
     common(sp)
     sp.add_argument("--workloads", default=",".join(WORKLOADS))
-    sp.add_argument("--balancers", default=",".join(BALANCERS))
+    sp.add_argument("--balancers", default=",".join(BENCH_BALANCERS))
     sp.add_argument("--port-base", type=int, default=21000,
                     help="nginx on PORT..PORT+2, backends from PORT+10")
     sp.add_argument("--hotspot", action=argparse.BooleanOptionalAction,
@@ -1232,6 +1500,12 @@ def main():
     sp.add_argument("--workdir", help="scratch directory (default: new "
                                       "one under /tmp)")
 
+    sp = sub.add_parser("feedback", help="the engines' usage on and off "
+                                         "(make bench-feedback)")
+    common(sp)
+    sp.add_argument("--port-base", type=int, default=21000)
+    sp.add_argument("--trace", default=MOONCAKE)
+
     sp = sub.add_parser("report", help="bench.md and the plots again from "
                                        "bench.json")
     sp.add_argument("--out", default=RESULTS, help="results directory")
@@ -1248,13 +1522,14 @@ def main():
     a = p.parse_args()
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, on_signal)
-    if a.cmd in ("bench", "demo", "hotspot"):
+    if a.cmd in ("bench", "demo", "hotspot", "feedback"):
         a.module = os.path.abspath(a.module)
         if not os.path.exists(a.module):
             raise SystemExit("no module at %s: run make first" % a.module)
     try:
         return {"bench": cmd_bench, "demo": cmd_demo, "report": cmd_report,
-                "estimate": cmd_estimate, "hotspot": cmd_hotspot}[a.cmd](a)
+                "estimate": cmd_estimate, "hotspot": cmd_hotspot,
+                "feedback": cmd_feedback}[a.cmd](a)
     except (RuntimeError, subprocess.CalledProcessError) as e:
         print("%s: %s" % (a.cmd, e), file=sys.stderr)
         return 1

@@ -281,6 +281,8 @@ class PrefixCache:
         self.free = collections.OrderedDict()   # key -> None, LRU first
         self.anon = itertools.count(1)  # keys of blocks without a hash
         self.evicted = 0
+        self.dead = {}                  # held blocks forgotten by wipe():
+                                        # key -> reference count
 
     def lookup(self, hashes, limit):
         """Number of leading hashes (at most limit) that are cached."""
@@ -325,7 +327,7 @@ class PrefixCache:
         """A held anonymous block now holds content h: cache it unless the
         same content is already cached in another block (then the block
         stays anonymous, a duplicate)."""
-        if h in self.ref:
+        if h in self.ref or h in self.dead:
             return False
         self.ref[h] = 1
         return True
@@ -334,13 +336,34 @@ class PrefixCache:
         ref = self.ref
         free = self.free
         for key in reversed(blocks):
-            if isinstance(key, bytes):
+            if key in self.dead:
+                r = self.dead[key] - 1
+                if r:
+                    self.dead[key] = r
+                else:
+                    del self.dead[key]
+                    free[next(self.anon)] = None
+            elif isinstance(key, bytes):
                 r = ref[key] - 1
                 ref[key] = r
                 if r == 0:
                     free[key] = None
             else:
                 free[key] = None
+
+    def wipe(self):
+        """What a restart does to the cache: every block's content is
+        forgotten; those held by running requests become anonymous when
+        released (their keys are remembered in dead until then).  Returns
+        the number of cached blocks forgotten."""
+        n = len(self.ref)
+        free = collections.OrderedDict()
+        for key in self.free:
+            free[next(self.anon) if isinstance(key, bytes) else key] = None
+        self.dead.update((h, r) for h, r in self.ref.items() if r > 0)
+        self.free = free
+        self.ref = {}
+        return n
 
     def used(self):
         return self.capacity - self.fresh - len(self.free)
@@ -1070,11 +1093,11 @@ class HTTP(asyncio.Protocol):
             i = b - 1
             out.append(pre + _jstr(reply[4 * i:4 * i + 4]) + r.last_suffix
                        + ',"sim":' + _dumps(self.srv.timing(r)) + "}\n\n")
-            if r.include_usage:
+            if r.include_usage and self.srv.args.usage != "none":
                 out.append(
                     r.prefix[:r.prefix.index('"choices":')]
-                    + '"choices":[],"usage":' + _dumps(usage(r))
-                    + "}\n\n")
+                    + '"choices":[],"usage":'
+                    + _dumps(usage(r, self.srv.args.usage)) + "}\n\n")
             out.append("data: [DONE]\n\n")
         if out:
             self._chunk("".join(out))
@@ -1093,7 +1116,8 @@ class HTTP(asyncio.Protocol):
                                             "tool_calls": []},
                                 "logprobs": None, "finish_reason": "length",
                                 "stop_reason": None}],
-                   "usage": usage(r), "prompt_logprobs": None,
+                   "usage": usage(r, self.srv.args.usage),
+                   "prompt_logprobs": None,
                    "sim": self.srv.timing(r)}
         else:
             obj = {"id": "cmpl-%s-%d" % (self.srv.name, r.rid),
@@ -1103,7 +1127,8 @@ class HTTP(asyncio.Protocol):
                                 "logprobs": None, "finish_reason": "length",
                                 "stop_reason": None,
                                 "prompt_logprobs": None}],
-                   "usage": usage(r), "sim": self.srv.timing(r)}
+                   "usage": usage(r, self.srv.args.usage),
+                   "sim": self.srv.timing(r)}
         self.send(200, _dumps(obj),
                   extra="x-request-id: %d\r\n" % r.rid)
 
@@ -1154,6 +1179,12 @@ class HTTP(asyncio.Protocol):
             self.send(200, json.dumps(self.engine.stats()))
         elif path == "/version":
             self.send(200, json.dumps({"version": "llmsim-" + VERSION}))
+        elif path == "/sim/restart":
+            # a restarted engine: its prefix cache is empty, the requests
+            # running go on (their blocks are not found again)
+            if method != "POST":
+                raise BadRequest("use POST", 405, "MethodNotAllowed")
+            self.send(200, json.dumps({"forgotten": self.engine.cache.wipe()}))
         elif path == "/reset_prefix_cache":
             if method != "POST":
                 raise BadRequest("use POST", 405, "MethodNotAllowed")
@@ -1165,10 +1196,16 @@ class HTTP(asyncio.Protocol):
             raise BadRequest("Not Found", 404, "NotFoundError")
 
 
-def usage(r):
+def usage(r, mode="full"):
+    """The usage object of --usage: "full" with the cached tokens,
+    "tokens" without (vLLM without --enable-prompt-tokens-details), "none":
+    None (no usage reported)."""
+    if mode == "none":
+        return None
     return {"prompt_tokens": r.L, "total_tokens": r.L + r.n_out,
             "completion_tokens": r.n_out,
-            "prompt_tokens_details": {"cached_tokens": r.hit}}
+            "prompt_tokens_details": {"cached_tokens": r.hit}
+            if mode == "full" else None}
 
 
 class Server:
@@ -1259,6 +1296,11 @@ def serve_parser():
                    help="wall-clock floor between two writes of one stream: "
                         "tokens due within it go out in one write (the first "
                         "and the last token are always on time)")
+    p.add_argument("--usage", choices=("full", "tokens", "none"),
+                   default="full",
+                   help="the usage of responses: with cached tokens, "
+                        "without them (vLLM without "
+                        "--enable-prompt-tokens-details), or none")
     p.add_argument("--access-log", action="store_true",
                    help="one line per request on stderr")
     return p

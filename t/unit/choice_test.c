@@ -19,16 +19,15 @@
 
 #include "ngx_http_prefix_route_hash.h"
 #include "ngx_http_prefix_route_choice.h"
+#include "tap.h"
 
 
-static void test_ok(ngx_uint_t ok, const char *name);
 static void test_hash(void);
 static void test_choice(void);
 static void test_set(ngx_http_prefix_route_candidate_t *c, size_t match,
     double queued, ngx_uint_t inflight, uint64_t rank);
 
 
-static ngx_uint_t  test_n, test_failed;
 
 
 int
@@ -37,23 +36,9 @@ main(void)
     test_hash();
     test_choice();
 
-    printf("1..%u\n", (unsigned) test_n);
-
-    return test_failed ? 1 : 0;
+    return test_done();
 }
 
-
-static void
-test_ok(ngx_uint_t ok, const char *name)
-{
-    test_n++;
-
-    if (!ok) {
-        test_failed++;
-    }
-
-    printf("%sok %u - %s\n", ok ? "" : "not ", (unsigned) test_n, name);
-}
 
 
 static void

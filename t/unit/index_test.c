@@ -20,12 +20,12 @@
 
 #include "ngx_http_prefix_route_index.h"
 #include "ngx_http_prefix_route_load.h"
+#include "tap.h"
 
 
 #define TEST_MAX_BLOCKS  1024
 
 
-static void test_ok(ngx_uint_t ok, const char *name);
 static void test_zone(size_t size, ngx_uint_t npeers);
 static void test_chain(uint64_t *hash, ngx_uint_t tag, ngx_uint_t n);
 static ngx_uint_t test_match(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer);
@@ -37,6 +37,7 @@ static void test_pressure(void);
 static void test_pinning(void);
 static void test_lru(void);
 static void test_forget(void);
+static void test_trim(void);
 static void test_shared_prefix(void);
 static void test_load(void);
 
@@ -49,7 +50,6 @@ volatile ngx_time_t    *ngx_cached_time;
 ngx_int_t               ngx_debug_points;
 
 
-static ngx_uint_t                      test_n, test_failed;
 static ngx_log_t                       test_log;
 static ngx_pool_t                     *test_pool;
 static ngx_cycle_t                     test_cycle;
@@ -60,6 +60,7 @@ static ngx_http_prefix_route_index_t   idx;
 static ngx_http_prefix_route_peer_t   *peers[64];
 static ngx_uint_t                      pos[64];
 static ngx_uint_t                      npeers;
+static uint32_t                        test_clock;  /* ms, a record each */
 
 
 int
@@ -92,12 +93,11 @@ main(void)
     test_pinning();
     test_lru();
     test_forget();
+    test_trim();
     test_shared_prefix();
     test_load();
 
-    printf("1..%u\n", (unsigned) test_n);
-
-    return test_failed ? 1 : 0;
+    return test_done();
 }
 
 
@@ -125,18 +125,6 @@ ngx_log_error_core(ngx_uint_t level, ngx_log_t *log, ngx_err_t err,
     fprintf(stderr, "# log: %s\n", buf);
 }
 
-
-static void
-test_ok(ngx_uint_t ok, const char *name)
-{
-    test_n++;
-
-    if (!ok) {
-        test_failed++;
-    }
-
-    printf("%s %u - %s\n", ok ? "ok" : "not ok", (unsigned) test_n, name);
-}
 
 
 /*
@@ -232,7 +220,8 @@ test_record(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer,
     held = test_match(tag, n, peer);
 
     return ngx_http_prefix_route_index_record(&idx, hash, n, &held,
-                                              peers[peer], capacity);
+                                              peers[peer], capacity,
+                                              ++test_clock);
 }
 
 
@@ -390,6 +379,61 @@ test_forget(void)
 
 
 /*
+ * The engine's feedback: a prefix it evicted was recorded at some time;
+ * what the peer holds that was recorded before goes, and nothing newer.
+ */
+
+static void
+test_trim(void)
+{
+    uint32_t    stamp, older;
+    uint64_t    hash[TEST_MAX_BLOCKS];
+    ngx_uint_t  n;
+
+    test_zone(1024 * 1024, 2);
+
+    (void) test_record(1, 10, 0, 0);
+    (void) test_record(2, 10, 0, 0);
+    (void) test_record(2, 10, 1, 0);
+    (void) test_record(3, 10, 0, 0);
+
+    test_chain(hash, 2, 10);
+    test_ok(ngx_http_prefix_route_index_stamp(&idx, hash[9], &stamp) == 1
+            && ngx_http_prefix_route_index_stamp(&idx, hash[0], &older) == 1
+            && stamp == older,
+            "stamp: a prompt's blocks are stamped with its last record");
+
+    test_chain(hash, 1, 10);
+    test_ok(ngx_http_prefix_route_index_stamp(&idx, hash[9], &older) == 1
+            && (int32_t) (older - stamp) < 0,
+            "stamp: an earlier prompt has an earlier stamp");
+
+    test_chain(hash, 9, 10);
+    test_ok(ngx_http_prefix_route_index_stamp(&idx, hash[0], &older) == 0,
+            "stamp: none for a block the index does not hold");
+
+    /* peer 0 evicted prompt 2: prompt 1, recorded before it, goes too */
+
+    n = ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &stamp);
+
+    test_ok(n == 10 && test_match(1, 10, 0) == 0
+            && test_match(2, 10, 0) == 10 && test_match(3, 10, 0) == 10,
+            "trim: the prefixes recorded before the evicted one go, it and "
+            "the newer ones stay");
+    test_ok(test_match(2, 10, 1) == 10 && peers[1]->blocks == 10,
+            "trim: another peer's holders stay");
+    test_ok(test_check() == 0, "trim: consistent");
+
+    n = ngx_http_prefix_route_index_trim(&idx, peers[0], 15, NULL);
+
+    test_ok(n == 5 && peers[0]->blocks == 15 && test_match(3, 10, 0) == 10
+            && test_match(2, 10, 0) == 5,
+            "trim: down to a capacity, the least recently used first");
+    test_ok(test_check() == 0, "trim: consistent");
+}
+
+
+/*
  * A prefix held by 50 peers: the lookup visits its holders once, not
  * once a block (issue F2), and finds every peer's match.
  */
@@ -411,7 +455,7 @@ test_shared_prefix(void)
     test_chain(hash, 9, 600);
     i = test_match(9, 512, 7);
     (void) ngx_http_prefix_route_index_record(&idx, hash, 600, &i, peers[7],
-                                              0);
+                                              0, ++test_clock);
     test_ok(test_check() == 0, "shared prefix: consistent");
 
     (void) ngx_http_prefix_route_index_match(&idx, hash, 600, pos, npeers,

@@ -18,6 +18,7 @@
 
 #include "ngx_http_prefix_route_hash.h"
 #include "ngx_http_prefix_route_prompt.h"
+#include "tap.h"
 
 
 #define ESC  "\x1b"
@@ -60,7 +61,6 @@ static size_t test_expand(u_char *dst, const char *src, size_t len,
     test_out_t *out);
 static void test_build(const char *json, size_t size, test_out_t *out);
 static void test_build_json(json_t *root, size_t size, test_out_t *out);
-static void test_ok(ngx_uint_t ok, const char *name);
 static void test_show(const char *label, u_char *p, size_t len);
 static void test_bytes(const char *name, const char *json, const char *expect,
     size_t len);
@@ -76,8 +76,6 @@ static void test_cap(const char *name, const char *json);
 static ngx_uint_t test_count(test_out_t *out, u_char c);
 
 
-static ngx_uint_t  test_n;
-static ngx_uint_t  test_failed;
 static ngx_uint_t  test_allocs;
 static size_t      test_live;
 static size_t      test_biggest;
@@ -216,6 +214,7 @@ test_build_json(json_t *root, size_t size, test_out_t *out)
     pr.len = 12345;
     pr.key = 12345;
     pr.seed = 0;
+    pr.name = NULL;
 
     live = test_live;
     test_biggest = 0;
@@ -236,18 +235,6 @@ test_build_json(json_t *root, size_t size, test_out_t *out)
     }
 }
 
-
-static void
-test_ok(ngx_uint_t ok, const char *name)
-{
-    test_n++;
-
-    if (!ok) {
-        test_failed++;
-    }
-
-    printf("%sok %d - %s\n", ok ? "" : "not ", (int) test_n, name);
-}
 
 
 static void
@@ -1030,12 +1017,10 @@ main(void)
 
     json_decref(root);
 
-    printf("1..%d\n", (int) test_n);
-
     if (test_live != 0) {
+        test_ok(0, "all jansson memory is freed");
         printf("# %d bytes of jansson memory never freed\n", (int) test_live);
-        return 1;
     }
 
-    return test_failed ? 1 : 0;
+    return test_done();
 }

@@ -1,0 +1,68 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+#ifndef _NGX_HTTP_PREFIX_ROUTE_USAGE_H_INCLUDED_
+#define _NGX_HTTP_PREFIX_ROUTE_USAGE_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+
+/*
+ * The token counts an engine reports in a response's "usage" object, read
+ * as the response passes (docs/design.md, "Feedback from the engines").
+ * The response is never copied whole nor held back: its first HEAD bytes
+ * and its last TAIL bytes are kept, and parsed once at its end.  Usage is
+ * at the end of a JSON answer and in the last event of an OpenAI stream
+ * (with stream_options.include_usage), and in the first event of an
+ * Anthropic stream (message_start).
+ */
+
+#define NGX_HTTP_PREFIX_ROUTE_USAGE_HEAD  1024
+#define NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL  4096
+
+/* a token count above this is out of range: the answer is not believed */
+#define NGX_HTTP_PREFIX_ROUTE_USAGE_MAX   ((uint64_t) 1 << 32)
+
+
+typedef struct {
+    off_t       total;                 /* bytes fed */
+    size_t      head_len;
+    u_char      head[NGX_HTTP_PREFIX_ROUTE_USAGE_HEAD];
+    u_char      tail[NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL];  /* a ring */
+} ngx_http_prefix_route_usage_t;
+
+
+typedef struct {
+    uint64_t    prompt;                /* tokens of prompt */
+    uint64_t    cached;                /* of which the engine had cached */
+    unsigned    has_cached:1;          /* the engine said how many */
+} ngx_http_prefix_route_tokens_t;
+
+
+/* Keeps what it needs of the next n bytes of the response. */
+void ngx_http_prefix_route_usage_feed(ngx_http_prefix_route_usage_t *u,
+    u_char *p, size_t n);
+
+/*
+ * Finds the usage the response reported: the last "usage" object of its
+ * tail that counts prompt tokens, else the first of its head.  Reads the
+ * shapes of OpenAI's Chat Completions and Completions (prompt_tokens,
+ * prompt_tokens_details.cached_tokens), its Responses API (input_tokens,
+ * input_tokens_details.cached_tokens) and Anthropic's Messages
+ * (input_tokens + cache_read_input_tokens + cache_creation_input_tokens,
+ * cache_read_input_tokens cached).  Returns NGX_OK with *t set, or
+ * NGX_DECLINED when there is none, it is malformed, or a count is not an
+ * integer from 0 to NGX_HTTP_PREFIX_ROUTE_USAGE_MAX or more tokens are
+ * cached than prompted.  Allocates through jansson only what parsing one
+ * object of at most TAIL bytes takes, and frees it.
+ */
+ngx_int_t ngx_http_prefix_route_usage_parse(ngx_http_prefix_route_usage_t *u,
+    ngx_http_prefix_route_tokens_t *t);
+
+
+#endif /* _NGX_HTTP_PREFIX_ROUTE_USAGE_H_INCLUDED_ */

@@ -1,0 +1,227 @@
+# Feedback from the engines: the "usage" of each prefix_route response, JSON
+# or a stream, is read as it passes (its head and tail only) and compared
+# with the index's prediction; the response reaches the client unchanged;
+# a response that cannot be read leaves the index and the counters as they
+# were; when the engine held less than predicted, what the index recorded
+# for that server before the evicted prefix is dropped.
+#
+# The backends answer like engines: each location returns a fixed body
+# with a fixed usage, whatever the prompt.  Every block's upstream is
+# "llm", prefix_route zone=llm:1m over b1 alone unless the block says
+# otherwise; /v1/ proxies to it and shows the routing variables in
+# X-Prefix-Route; logs/fb.log gets $prefix_route_cached_tokens of each
+# request ("-": none reported), which GET /fb returns; GET /status is the
+# JSON status.
+use Test::Nginx::Socket 'no_plan';
+use FindBin;
+use lib $FindBin::Bin;
+use PrefixRoute qw(:DEFAULT chat chat_body sys user text);
+
+# a body of usage JSON: prompt and cached tokens
+sub usage {
+    my ($prompt, $cached) = @_;
+    return "{\\\"usage\\\":{\\\"prompt_tokens\\\":$prompt,"
+         . "\\\"prompt_tokens_details\\\":{\\\"cached_tokens\\\":$cached}}}";
+}
+
+# backend b1: an engine whose answers carry usage in different shapes
+our $Engine = "server {\n    listen " . ::addr(1) . ";\n" . <<'_EOC_' . "}\n";
+    default_type application/json;
+    location /v1/json {
+        return 200 '{"id":"c1","choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":100,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":64}}}';
+    }
+    location /v1/sse {
+        default_type text/event-stream;
+        return 200 'data: {"choices":[{"delta":{"content":"x"}}],"usage":null}\n\ndata: {"choices":[],"usage":{"prompt_tokens":90,"completion_tokens":1,"prompt_tokens_details":{"cached_tokens":80}}}\n\ndata: [DONE]\n\n';
+    }
+    location /v1/anthropic {
+        default_type text/event-stream;
+        echo 'event: message_start';
+        echo 'data: {"type":"message_start","message":{"id":"m","role":"assistant","content":[],"usage":{"input_tokens":7,"cache_creation_input_tokens":3,"cache_read_input_tokens":60,"output_tokens":1}}}';
+        echo '';
+        echo_duplicate 3000 'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"type":"text_delta","text":"xxxxxxxx"}}\n\n';
+        echo 'event: message_delta';
+        echo 'data: {"type":"message_delta","usage":{"output_tokens":3000}}';
+        echo '';
+    }
+    location /v1/big {
+        echo_duplicate 100000 '{"choices":[{"delta":{"content":"usage"}}]}\n';
+        echo '{"usage":{"prompt_tokens":70,"prompt_tokens_details":{"cached_tokens":0}}}';
+    }
+    location /v1/none {
+        return 200 '{"choices":[{"message":{"content":"x"}}]}';
+    }
+    location /v1/gzip {
+        add_header Content-Encoding gzip;
+        return 200 '{"usage":{"prompt_tokens":100,"prompt_tokens_details":{"cached_tokens":64}}}';
+    }
+    location /v1/truncated {
+        return 200 '{"choices":[],"usage":{"prompt_tokens":100,"prompt_tokens_details":{"cached_tok';
+    }
+    location /v1/range {
+        return 200 '{"usage":{"prompt_tokens":100,"prompt_tokens_details":{"cached_tokens":101}}}';
+    }
+    location /v1/huge {
+        return 200 '{"usage":{"prompt_tokens":99999999999999999999,"prompt_tokens_details":{"cached_tokens":1}}}';
+    }
+    location /v1/error {
+        return 400 '{"error":"bad","usage":{"prompt_tokens":100,"prompt_tokens_details":{"cached_tokens":64}}}';
+    }
+    location /v1/cold {
+        return 200 '{"usage":{"prompt_tokens":250,"prompt_tokens_details":{"cached_tokens":0}}}';
+    }
+    location /v1/slow {
+        echo_sleep 0.3;
+        echo '{"usage":{"prompt_tokens":250,"prompt_tokens_details":{"cached_tokens":0}}}';
+    }
+    location /v1/warm {
+        return 200 '{"usage":{"prompt_tokens":250,"prompt_tokens_details":{"cached_tokens":240}}}';
+    }
+_EOC_
+
+our $Config = ::proxy(add => "access_log logs/fb.log fb;") . <<'_EOC_';
+location = /status {
+    prefix_route_status;
+}
+location = /fb {
+    alias logs/fb.log;
+}
+_EOC_
+
+our $Log = "log_format fb '\$prefix_route_cached_tokens';\n";
+
+# a request of the prompt tagged $tag (about 1 KB) to the engine's $path
+sub ask {
+    my ($path, $tag) = @_;
+    my $req = chat([sys(text("sys $tag", 900)), user(text($tag, 100))]);
+    $req =~ s{^POST /v1/chat/completions}{POST /v1/$path};
+    return $req;
+}
+
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(main_config => $LoadModule . $LoadEcho) unless defined $block->main_config;
+    $block->set_value(http_config => ::upstream(1) . $Engine . $Log) unless defined $block->http_config;
+    $block->set_value(config => $Config) unless defined $block->config;
+    $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
+    return $block;
+});
+
+run_tests();
+
+__DATA__
+
+=== TEST 1: a JSON answer's usage: counted for its server, in $prefix_route_cached_tokens, and the answer is unchanged
+The model "m" learns its bytes of prompt per token from the whole prompt.
+--- request eval
+[::ask("json", "a"), "GET /fb", "GET /status"]
+--- response_body_like eval
+['\A\{"id":"c1","choices":\[\{"message":\{"content":"x"\}\}\],"usage":\{"prompt_tokens":100,"completion_tokens":2,"prompt_tokens_details":\{"cached_tokens":64\}\}\}\z',
+ '\A64\n\z',
+ '"models":\[\{"name":"m","bytes_per_token":\d+\.\d\d,"samples":1\}\].*"feedback_responses":1,"reported_prompt_tokens":100,"reported_cached_tokens":64,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":1,']
+
+
+
+=== TEST 2: the last chunk of an OpenAI stream, and message_start of an Anthropic stream past 300 KB of deltas
+--- request eval
+[::ask("sse", "a"), ::ask("anthropic", "b"), "GET /fb", "GET /status"]
+--- response_body_like eval
+['\Adata: \{"choices":\[\{"delta".*\ndata: \[DONE\]\n\n\z',
+ '\Aevent: message_start\n.*"output_tokens":3000\}\}\n\n\z',
+ '\A80\n60\n\z',
+ '"feedback_responses":2,"reported_prompt_tokens":160,"reported_cached_tokens":140,']
+
+
+
+=== TEST 3: usage at the end of a 4.5 MB answer of many buffers, whose text says "usage" everywhere
+--- config eval
+$::Config =~ s{(proxy_pass http://llm;)}{$1\n    proxy_max_temp_file_size 0;}r
+--- request eval
+[::ask("big", "a"), "GET /fb", "GET /status"]
+--- response_body_like eval
+['\A(?:\{"choices":\[\{"delta":\{"content":"usage"\}\}\]\}\n){50000}(?:\{"choices":\[\{"delta":\{"content":"usage"\}\}\]\}\n){50000}\{"usage":\{"prompt_tokens":70,"prompt_tokens_details":\{"cached_tokens":0\}\}\}\n\z',
+ '\A0\n\z',
+ '"feedback_responses":1,"reported_prompt_tokens":70,"reported_cached_tokens":0,']
+
+
+
+=== TEST 4: answers that cannot be read, or that are not a success, leave the counters and the index as they were, and reach the client unchanged
+No usage; compressed; truncated; more cached than prompted; a count out of
+range; a 400.
+--- request eval
+[::ask("none", "a"), ::ask("gzip", "b"), ::ask("truncated", "c"),
+ ::ask("range", "d"), ::ask("huge", "e"), ::ask("error", "f"),
+ "GET /fb", "GET /status"]
+--- error_code eval
+[200, 200, 200, 200, 200, 400, 200, 200]
+--- response_body_like eval
+['\A\{"choices":\[\{"message":\{"content":"x"\}\}\]\}\z',
+ '\A\{"usage":\{"prompt_tokens":100,"prompt_tokens_details":\{"cached_tokens":64\}\}\}\z',
+ 'cached_tok\z', 'cached_tokens":101\}\}\}\z', '99999999999999999999',
+ '"error":"bad"',
+ '\A-\n-\n-\n-\n-\n-\n\z',
+ '"models":\[\],.*"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0\}']
+
+
+
+=== TEST 5: feedback=off: the usage is not read
+--- http_config eval
+::upstream("zone=llm:1m feedback=off", 1) . $::Engine . $::Log
+--- request eval
+[::ask("json", "a"), "GET /fb", "GET /status"]
+--- response_body_like eval
+['"cached_tokens":64', '\A-\n\z',
+ '"models":\[\],.*"feedback_responses":0,']
+
+
+
+=== TEST 6: the engine held a prompt it was sent before: the prediction agrees, and nothing is dropped
+Prompt a, then prompt b, then b and a again: the engine says it held 240
+of their 250 tokens, as the index predicted.
+--- request eval
+[::ask("cold", "a"), ::ask("slow", "b"), ::ask("warm", "b"), ::ask("warm", "a"),
+ "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+",
+ "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
+--- response_body_like eval
+["", "", "", "",
+ '"feedback_responses":4,"reported_prompt_tokens":1000,"reported_cached_tokens":480,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":4,"feedback_under":0,"feedback_over":0,"feedback_dropped":0\}']
+
+
+
+=== TEST 7: the engine evicted a prompt the index believed it held: what was recorded before it is dropped
+As TEST 6, but the engine says it held none of b the second time.  It
+evicts the least recently used first, so a, recorded before b, is gone
+too: a is a MISS again.  b itself stays, as the engine holds it now (its
+second "none" drops nothing: only a is older, and a was just recorded).
+--- request eval
+[::ask("cold", "a"), ::ask("slow", "b"), ::ask("cold", "b"), ::ask("cold", "a"),
+ ::ask("cold", "b"), "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+",
+ "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
+--- response_body_like eval
+["", "", "", "", "",
+ '"capacity_blocks":\d+,"feedback_responses":5,"reported_prompt_tokens":1250,"reported_cached_tokens":0,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":3,"feedback_under":2,"feedback_over":0,"feedback_dropped":[1-9]\d*\}']
+
+
+
+=== TEST 8: a prefix recorded by a request still in flight proves no eviction
+Prompt z first; then two requests with prompt a at once (echo module
+subrequests): the second is sent while the first is in flight, its
+prediction counts the first's blocks, and its engine says it held none.
+That proves nothing: z, recorded before a, is not dropped.
+--- config eval
+$::Config . ::fan("/two", ::chat_body([::sys(::text("sys a", 900)), ::user(::text("a", 100))]),
+                          ::chat_body([::sys(::text("sys a", 900)), ::user(::text("a", 100))]))
+--- http_config eval
+::upstream(1) . $::Log . "server {\n    listen " . ::addr(1) . ";\n"
+. "    location / { echo_sleep 0.3; echo '{\"usage\":{\"prompt_tokens\":250,\"prompt_tokens_details\":{\"cached_tokens\":0}}}'; }\n}\n"
+--- request eval
+[::ask("cold", "z"), "GET /two", ::ask("cold", "z"), "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "", "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
+--- response_body_like eval
+['"cached_tokens":0', '"cached_tokens":0.*"cached_tokens":0', '"cached_tokens":0',
+ '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0\}']

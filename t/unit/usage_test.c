@@ -1,0 +1,215 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+/*
+ * Unit test of the usage reader (src/ngx_http_prefix_route_usage.c), TAP
+ * output.  Responses are written with ' for " to keep them readable, and
+ * each is fed in one piece, byte by byte and in 1000-byte pieces: the
+ * result must not depend on how nginx's buffers cut the response.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <stdio.h>
+
+#include "ngx_http_prefix_route_usage.h"
+#include "tap.h"
+
+
+#define TEST_NONE  ((uint64_t) -1)      /* no cached figure expected */
+
+
+static void test_usage(const char *name, const char *pre, size_t filler,
+    const char *post, ngx_int_t rc, uint64_t prompt, uint64_t cached);
+static void test_quote(u_char *p, size_t len);
+
+
+
+
+int
+main(void)
+{
+    test_usage("chat completion: prompt and cached tokens",
+        "{'id':'c1','object':'chat.completion','choices':[{'index':0,"
+        "'message':{'role':'assistant','content':'hi'}}],", 0,
+        "'usage':{'prompt_tokens':1200,'completion_tokens':8,"
+        "'total_tokens':1208,'prompt_tokens_details':{'cached_tokens':1024}}}",
+        NGX_OK, 1200, 1024);
+
+    test_usage("llama-server: usage before timings",
+        "{'choices':[{'message':{'content':'x'}}],'object':'chat.completion',"
+        "'usage':{'completion_tokens':8,'prompt_tokens':2473,"
+        "'total_tokens':2481,'prompt_tokens_details':{'cached_tokens':1464}},"
+        "'id':'chatcmpl-1','timings':{'cache_n':1464,'prompt_n':1009,"
+        "'prompt_ms':1261.5,'predicted_n':8}", 0, "}",
+        NGX_OK, 2473, 1464);
+
+    test_usage("a long answer: usage in the tail",
+        "{'choices':[{'message':{'content':'", 100000,
+        "'}}],'usage':{'prompt_tokens':50,'prompt_tokens_details':"
+        "{'cached_tokens':48}}}",
+        NGX_OK, 50, 48);
+
+    test_usage("vLLM without --enable-prompt-tokens-details: no cached figure",
+        "{'choices':[],'usage':{'prompt_tokens':77,'total_tokens':80,"
+        "'completion_tokens':3,'prompt_tokens_details':null}}", 0, "",
+        NGX_OK, 77, TEST_NONE);
+
+    test_usage("an OpenAI stream with include_usage: the last chunk",
+        "data: {'choices':[{'delta':{'content':'a'}}],'usage':null}\n\n"
+        "data: {'choices':[{'delta':{'content':'", 20000,
+        "'}}],'usage':null}\n\n"
+        "data: {'choices':[],'usage':{'prompt_tokens':900,"
+        "'completion_tokens':8,'prompt_tokens_details':{'cached_tokens':"
+        "896}}}\n\ndata: [DONE]\n\n",
+        NGX_OK, 900, 896);
+
+    test_usage("a stream without usage",
+        "data: {'choices':[{'delta':{'content':'a'}}],'usage':null}\n\n"
+        "data: [DONE]\n\n", 0, "",
+        NGX_DECLINED, 0, 0);
+
+    test_usage("Anthropic stream: message_start's usage, in the head",
+        "event: message_start\ndata: {'type':'message_start','message':"
+        "{'id':'m1','type':'message','role':'assistant','content':[],"
+        "'usage':{'input_tokens':10,'cache_creation_input_tokens':0,"
+        "'cache_read_input_tokens':90,'output_tokens':1}}}\n\n"
+        "event: content_block_delta\ndata: {'type':'content_block_delta',"
+        "'delta':{'type':'text_delta','text':'", 30000,
+        "'}}\n\nevent: message_delta\ndata: {'type':'message_delta',"
+        "'usage':{'output_tokens':15}}\n\n"
+        "event: message_stop\ndata: {'type':'message_stop'}\n\n",
+        NGX_OK, 100, 90);
+
+    test_usage("Anthropic message: input + cache read + cache creation",
+        "{'id':'m1','type':'message','content':[{'type':'text','text':'x'}],"
+        "'usage':{'input_tokens':5,'cache_creation_input_tokens':20,"
+        "'cache_read_input_tokens':null,'output_tokens':4}}", 0, "",
+        NGX_OK, 25, 0);
+
+    test_usage("Responses API: input_tokens_details",
+        "{'id':'r1','object':'response','output':[],'usage':"
+        "{'input_tokens':300,'input_tokens_details':{'cached_tokens':256},"
+        "'output_tokens':4,'total_tokens':304},'user':null,"
+        "'metadata':{}}", 0, "",
+        NGX_OK, 300, 256);
+
+    test_usage("usage quoted in the answer's text is not the usage",
+        "{'choices':[{'message':{'content':'see \\'usage\\': "
+        "{\\'prompt_tokens\\': 5}'}}]}", 0, "",
+        NGX_DECLINED, 0, 0);
+
+    test_usage("a truncated response",
+        "{'choices':[],'usage':{'prompt_tokens':12,'prompt_tokens_detai", 0,
+        "", NGX_DECLINED, 0, 0);
+
+    test_usage("a negative count",
+        "{'usage':{'prompt_tokens':-1}}", 0, "", NGX_DECLINED, 0, 0);
+
+    test_usage("a count that is not an integer",
+        "{'usage':{'prompt_tokens':12.5}}", 0, "", NGX_DECLINED, 0, 0);
+
+    test_usage("a count out of range",
+        "{'usage':{'prompt_tokens':1099511627776}}", 0, "",
+        NGX_DECLINED, 0, 0);
+
+    test_usage("more cached than prompted",
+        "{'usage':{'prompt_tokens':10,'prompt_tokens_details':"
+        "{'cached_tokens':11}}}", 0, "", NGX_DECLINED, 0, 0);
+
+    test_usage("usage that is not an object",
+        "{'usage':[1,2,3]}", 0, "", NGX_DECLINED, 0, 0);
+
+    test_usage("not JSON at all",
+        "\x1f\x8b\x08\x00 compressed bytes 'usage' :{ ", 0, "",
+        NGX_DECLINED, 0, 0);
+
+    test_usage("an empty response", "", 0, "", NGX_DECLINED, 0, 0);
+
+    return test_done();
+}
+
+
+
+/*
+ * The response is pre, "filler" bytes of 'x', then post; fed whole, byte
+ * by byte and in 1000-byte pieces, each way must give rc and the counts.
+ */
+
+static void
+test_usage(const char *name, const char *pre, size_t filler, const char *post,
+    ngx_int_t rc, uint64_t prompt, uint64_t cached)
+{
+    u_char                          *body;
+    size_t                           len, a, b, i, piece, step[3];
+    ngx_int_t                        got;
+    ngx_uint_t                       k, ok;
+    ngx_http_prefix_route_usage_t    u;
+    ngx_http_prefix_route_tokens_t   t;
+
+    a = strlen(pre);
+    b = strlen(post);
+    len = a + filler + b;
+
+    body = malloc(len + 1);
+    if (body == NULL) {
+        test_ok(0, name);
+        return;
+    }
+
+    ngx_memcpy(body, pre, a);
+    ngx_memset(body + a, 'x', filler);
+    ngx_memcpy(body + a + filler, post, b);
+    test_quote(body, len);
+
+    step[0] = len ? len : 1;
+    step[1] = 1;
+    step[2] = 1000;
+
+    ok = 1;
+
+    for (k = 0; k < 3; k++) {
+        ngx_memzero(&u, sizeof(u));
+
+        for (i = 0; i < len; i += piece) {
+            piece = ngx_min(step[k], len - i);
+            ngx_http_prefix_route_usage_feed(&u, body + i, piece);
+        }
+
+        ngx_memzero(&t, sizeof(t));
+        got = ngx_http_prefix_route_usage_parse(&u, &t);
+
+        if (got != rc
+            || (rc == NGX_OK
+                && (t.prompt != prompt
+                    || (cached == TEST_NONE ? t.has_cached
+                        : (!t.has_cached || t.cached != cached)))))
+        {
+            printf("# pieces of %u: rc %d prompt %llu cached %llu (%s)\n",
+                   (unsigned) step[k], (int) got,
+                   (unsigned long long) t.prompt,
+                   (unsigned long long) t.cached,
+                   t.has_cached ? "reported" : "not reported");
+            ok = 0;
+        }
+    }
+
+    free(body);
+
+    test_ok(ok, name);
+}
+
+
+static void
+test_quote(u_char *p, size_t len)
+{
+    for ( /* void */ ; len; p++, len--) {
+        if (*p == '\'') {
+            *p = '"';
+        }
+    }
+}
