@@ -1140,8 +1140,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
         ctx->recorded[1] = ngx_http_prefix_route_index_record(idx,
                                          ctx->hash, ctx->nblocks, &held, sp,
-                                         sp->capacity ? sp->capacity
-                                         : prcf->capacity / prcf->block,
+                                         prcf->capacity / prcf->block,
                                          (uint32_t) ctx->chosen);
         ctx->recorded[0] = held;
 
@@ -1406,7 +1405,7 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
     ctx = ngx_http_get_module_ctx(r, ngx_http_prefix_route_module);
 
-    if (ctx == NULL || ctx->peer == NULL || ctx->read) {
+    if (ctx == NULL || ctx->peer == NULL) {
         return ngx_http_next_body_filter(r, in);
     }
 
@@ -1427,6 +1426,10 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
                 break;
             }
         }
+    }
+
+    if (ctx->read) {
+        return ngx_http_next_body_filter(r, in);
     }
 
     if (!ctx->reading) {
@@ -1493,25 +1496,24 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  * from whole prompts; they turn the predicted match, in bytes, into
  * tokens.  A prediction within one block of the reported cached tokens
  * agrees: the engine's (16 tokens) or the index's, whichever is more
- * tokens (64 bytes are 40 tokens of a text at 1.6 bytes a token).  When the engine held less, it evicted the prefix, and
- * as it evicts the least recently used first, everything the index
+ * tokens (64 bytes are 40 tokens of a text at 1.6 bytes a token).
+ *
+ * When the engine held less, it evicted the prefix, and as it evicts the
+ * least recently used first, everything the index
  * believes the server holds that was recorded before that prefix: those
- * holders go, and the server's capacity moves a quarter of the way to
- * what remains (another nginx instance or a direct client may have filled
- * the engine for a while).  A
- * prefix recorded while this request was in flight (two requests with a
- * new prefix at once) proves nothing and is left alone.  When the engine
- * held more, the index had dropped what the server kept: a learned
- * capacity grows by the difference.  The prompt itself has been recorded
- * since: the engine holds it now.
+ * holders go.  A prefix recorded while this request was in flight (two
+ * requests with a new prefix at once) proves nothing and is left alone.
+ * When the engine held more (the answer of the previous turn, which it
+ * caches and the index does not count; another nginx instance or a
+ * direct client), there is nothing to drop: the prompt was recorded whole
+ * when the server was chosen.
  */
 
 static void
 ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_prefix_route_tokens_t *t)
 {
-    uint64_t                           sample, bpt, predicted, held, cap,
-                                       tol;
+    uint64_t                           sample, bpt, predicted, tol;
     ngx_uint_t                         n, i, k;
     ngx_msec_t                         now;
     ngx_http_prefix_route_sh_t        *sh;
@@ -1579,7 +1581,6 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     bpt = (ratio && ratio->samples) ? ratio->ratio
                                     : NGX_HTTP_PREFIX_ROUTE_RATIO;
     predicted = (uint64_t) ctx->match * 256 / bpt;
-    held = t->cached * bpt / 256 / prcf->block;          /* blocks */
 
     fb = &sp->fb;
     fb->responses++;
@@ -1598,37 +1599,16 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
         fb->under++;
 
         if (ctx->stamped
+            && t->cached * 2 < predicted
             && (ngx_msec_int_t) (ctx->chosen - ctx->stamp)
                > (ngx_msec_int_t) (now - ctx->chosen))
         {
-            cap = sp->capacity ? sp->capacity : prcf->capacity / prcf->block;
-
-            if (cap == 0) {
-                cap = sp->blocks;
-            }
-
-            n = ngx_http_prefix_route_index_trim(idx, sp, 0, &ctx->stamp);
-            fb->dropped += n;
-
-            if (n && sp->blocks < cap) {
-                /* a quarter of the way to what the engine kept: one
-                 * eviction may be another client's doing */
-                sp->capacity = ngx_max(cap - (cap - sp->blocks) / 4,
-                                       ctx->nblocks);
-            }
+            fb->dropped += ngx_http_prefix_route_index_trim(idx, sp, 0,
+                                                            &ctx->stamp);
         }
 
     } else {
         fb->over++;
-
-        cap = sp->capacity ? sp->capacity : prcf->capacity / prcf->block;
-
-        if (cap && sp->blocks + ctx->nblocks >= cap
-            && held > ctx->match / prcf->block)
-        {
-            /* the index had dropped what the engine still kept */
-            sp->capacity = cap + (held - ctx->match / prcf->block);
-        }
     }
 
 done:

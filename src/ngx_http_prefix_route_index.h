@@ -81,8 +81,6 @@ typedef struct {
     ngx_uint_t                       requests;  /* routed here */
     ngx_uint_t                       hits;      /* of which with a match */
 
-    ngx_uint_t                       capacity;  /* blocks, learned from
-                                                   feedback; 0: as set */
     ngx_http_prefix_route_feedback_t fb;
 
     size_t                           len;

@@ -48,7 +48,6 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_P_BLOCKS,
     NGX_HTTP_PREFIX_ROUTE_P_REQUESTS,
     NGX_HTTP_PREFIX_ROUTE_P_HITS,
-    NGX_HTTP_PREFIX_ROUTE_P_CAPACITY,
     NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES,
     NGX_HTTP_PREFIX_ROUTE_P_FB_PROMPT,
     NGX_HTTP_PREFIX_ROUTE_P_FB_CACHED,
@@ -143,9 +142,6 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_pfields[] = {
       "Attempts routed to the peer, retries included." },
     { "hits", "peer_hits_total", "counter",
       "Attempts routed to the peer while it held part of their prompt." },
-    { "capacity_blocks", "peer_capacity_blocks", "gauge",
-      "Blocks the index keeps for the peer at most: learned from its "
-      "responses' usage, else capacity= in blocks; 0: no limit." },
     { "feedback_responses", "peer_feedback_responses_total", "counter",
       "Responses of the peer that reported cached prompt tokens." },
     { "reported_prompt_tokens", "peer_reported_prompt_tokens_total",
@@ -460,9 +456,6 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS] = sp->blocks;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS] = sp->requests;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_HITS] = sp->hits;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_CAPACITY] =
-                              sp->capacity ? sp->capacity
-                                           : prcf->capacity / prcf->block;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES] =
                                                           sp->fb.responses;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_PROMPT] = sp->fb.prompt;
@@ -727,7 +720,7 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
         p = ngx_sprintf(p, "</p>\n<table><tr><th>peer</th><th>state</th>"
                            "<th>in flight</th><th>queued KiB</th>"
                            "<th>requests</th><th>hits</th><th>hit rate</th>"
-                           "<th>blocks</th><th>capacity</th>"
+                           "<th>blocks</th>"
                            "<th>engine hit rate</th><th>predicted</th>"
                            "<th>agreed</th></tr>\n");
 
@@ -750,9 +743,8 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
                                         v[NGX_HTTP_PREFIX_ROUTE_P_HITS],
                                         v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS]);
 
-            p = ngx_sprintf(p, "</td><td>%uL</td><td>%uL</td><td>",
-                            v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS],
-                            v[NGX_HTTP_PREFIX_ROUTE_P_CAPACITY]);
+            p = ngx_sprintf(p, "</td><td>%uL</td><td>",
+                            v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS]);
 
             /* token-weighted: cached and predicted of the prompt tokens */
 
