@@ -329,7 +329,7 @@ $(FUZZ_BIN): fuzz/prompt_fuzzer.c src/*.c src/*.h $(NGX_BUILD)/objs/Makefile
 	mkdir -p $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/prompt_fuzzer.c \
 	    src/ngx_http_prefix_route_prompt.c src/ngx_http_prefix_route_hash.c \
-	    -ljansson -lxxhash
+	    src/ngx_http_prefix_route_usage.c -ljansson -lxxhash
 
 fuzz-regress: deps fuzz-deps $(FUZZ_BIN)
 	@set -o pipefail; \

@@ -61,6 +61,9 @@
  * or within one index block if that is more: one KV cache block of vLLM */
 #define NGX_HTTP_PREFIX_ROUTE_AGREE         16
 
+/* assistant messages of a prompt whose places the feedback keeps */
+#define NGX_HTTP_PREFIX_ROUTE_ANSWERS       64
+
 /* how often each worker looks for dead workers' load, ms */
 #define NGX_HTTP_PREFIX_ROUTE_SWEEP         1000
 
@@ -117,6 +120,8 @@ typedef struct {
     unsigned                            reported:1;  /* cached tokens */
     uint64_t                            cached;      /* tokens reported */
     ngx_http_prefix_route_usage_t      *usage;
+    size_t                             *answers;     /* prompt.answers */
+    ngx_uint_t                          nanswers;
     uint64_t                            model;       /* prompt.model */
     u_char                              model_name[
                                            NGX_HTTP_PREFIX_ROUTE_MODEL_NAME];
@@ -722,6 +727,15 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     pr.name = ctx->model_name;
     pr.name_size = sizeof(ctx->model_name);
     pr.name_len = 0;
+    pr.answers = NULL;
+    pr.max_answers = NGX_HTTP_PREFIX_ROUTE_ANSWERS;
+    pr.nanswers = 0;
+
+    if (prcf->feedback) {
+        pr.answers = ngx_palloc(r->pool,
+                                2 * NGX_HTTP_PREFIX_ROUTE_ANSWERS
+                                * sizeof(size_t));
+    }
 
     ngx_memzero(&body, sizeof(ngx_http_prefix_route_body_t));
     body.cl = rb->bufs;
@@ -784,6 +798,8 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ctx->len = pr.len;
     ctx->whole = (pr.len < pr.size);
     ctx->model = pr.model;
+    ctx->answers = pr.answers;
+    ctx->nanswers = pr.nanswers;
     ctx->nblocks = ngx_http_prefix_route_hash_blocks(pr.buf, pr.len,
                                                      prcf->block, pr.seed,
                                                      ctx->hash, max);
@@ -1492,9 +1508,9 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  * What the engine said of the prompt it was sent, against what the index
  * predicted (docs/design.md, "Feedback from the engines").
  *
- * The canonical prompt's bytes per engine token are learned per model
- * from whole prompts; they turn the predicted match, in bytes, into
- * tokens.  A prediction within one block of the reported cached tokens
+ * The canonical prompt's bytes per engine token turn the predicted
+ * match, in bytes, into tokens: the prompt's own ratio when it was seen
+ * whole, else the mean learned for the model.  A prediction within one block of the reported cached tokens
  * agrees: the engine's (16 tokens) or the index's, whichever is more
  * tokens (64 bytes are 40 tokens of a text at 1.6 bytes a token).
  *
@@ -1503,16 +1519,18 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  * believes the server holds that was recorded before that prefix: those
  * holders go.  A prefix recorded while this request was in flight (two
  * requests with a new prefix at once) proves nothing and is left alone.
- * When the engine held more (the answer of the previous turn, which it
- * caches and the index does not count; another nginx instance or a
- * direct client), there is nothing to drop: the prompt was recorded whole
- * when the server was chosen.
+ * The engine also holds the answer it generated last turn, which the
+ * index never saw: the prediction counts the assistant message that
+ * begins where the match ends.  When the engine held more (another
+ * nginx instance or a direct client warmed it), there is nothing to
+ * drop: the prompt was recorded whole when the server was chosen.
  */
 
 static void
 ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_prefix_route_tokens_t *t)
 {
+    size_t                             m;
     uint64_t                           sample, bpt, predicted, tol;
     ngx_uint_t                         n, i, k;
     ngx_msec_t                         now;
@@ -1580,7 +1598,32 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
 
     bpt = (ratio && ratio->samples) ? ratio->ratio
                                     : NGX_HTTP_PREFIX_ROUTE_RATIO;
-    predicted = (uint64_t) ctx->match * 256 / bpt;
+    /*
+     * the server holds the previous turn's answer too, which the index
+     * never saw: the assistant message that begins in the block after
+     * the match
+     */
+
+    m = ctx->match;
+
+    for (i = 0; m > 0 && i < ctx->nanswers; i++) {
+        if (ctx->answers[2 * i] >= ctx->match
+            && ctx->answers[2 * i] < ctx->match + prcf->block)
+        {
+            m = ctx->answers[2 * i + 1];
+            break;
+        }
+    }
+
+    if (sample) {
+        /*
+         * a prompt seen whole has its own ratio, which follows its mix of
+         * text and template better than the model's mean
+         */
+        bpt = sample;
+    }
+
+    predicted = (uint64_t) m * 256 / bpt;
 
     fb = &sp->fb;
     fb->responses++;

@@ -27,6 +27,11 @@
  *     fails), the output is still a prefix of the canonical prompt and
  *     nothing leaks.
  *
+ * The same bytes are also read as an engine's response by the usage
+ * reader (src/ngx_http_prefix_route_usage.c), whole and in those pieces:
+ * both give the same answer, and reported counts are in range (cached at
+ * most the prompt, the prompt at most NGX_HTTP_PREFIX_ROUTE_USAGE_MAX).
+ *
  * A failed check prints what differs and aborts, so that libFuzzer keeps
  * the input as a crash.
  */
@@ -41,6 +46,7 @@
 
 #include "ngx_http_prefix_route_hash.h"
 #include "ngx_http_prefix_route_prompt.h"
+#include "ngx_http_prefix_route_usage.h"
 
 
 #define FUZZ_CAP        65536       /* max_prefix=, default */
@@ -72,6 +78,7 @@ typedef struct {
     u_char        *buf;
     uint64_t      *hash;
     u_char         name[32];        /* the model's name, cut */
+    size_t         answers[2 * 8];  /* assistant messages' places */
 } fuzz_out_t;
 
 
@@ -84,6 +91,7 @@ static void fuzz_build(json_t *root, size_t size, size_t block,
 static void fuzz_same(const char *what, fuzz_out_t *a, fuzz_out_t *b);
 static void fuzz_prefix(fuzz_out_t *big, size_t cap, json_t *root);
 static void fuzz_nomem(fuzz_out_t *big, ngx_uint_t n, json_t *root);
+static void fuzz_usage(const uint8_t *data, size_t size, size_t piece);
 static void *fuzz_malloc(size_t size);
 static void fuzz_free(fuzz_out_t *out);
 static void fuzz_fail(const char *what, fuzz_out_t *a, fuzz_out_t *b);
@@ -122,6 +130,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     small = (h >> 16) % (FUZZ_SMALL_CAP + 1);
     block = 16 + (h >> 32) % 113;
+
+    /* the same bytes as an engine's response, for its usage */
+
+    fuzz_usage(data, size, body.piece);
 
     /* as the module parses a body */
 
@@ -224,6 +236,7 @@ static void
 fuzz_build(json_t *root, size_t size, size_t block, fuzz_out_t *out)
 {
     size_t                          max;
+    ngx_uint_t                      i;
     ngx_http_prefix_route_prompt_t  pr;
 
     ngx_memzero(out, sizeof(fuzz_out_t));
@@ -247,6 +260,8 @@ fuzz_build(json_t *root, size_t size, size_t block, fuzz_out_t *out)
     pr.seed = 0;
     pr.name = out->name;
     pr.name_size = sizeof(out->name);
+    pr.answers = out->answers;
+    pr.max_answers = 8;
 
     /* the module declines a body that is not an object before the call */
 
@@ -275,6 +290,16 @@ fuzz_build(json_t *root, size_t size, size_t block, fuzz_out_t *out)
 
     if (out->key > out->len) {
         fuzz_fail("key > len", out, NULL);
+    }
+
+    for (i = 0; i < pr.nanswers; i++) {
+        if (pr.answers[2 * i] >= pr.answers[2 * i + 1]
+            || pr.answers[2 * i + 1] > out->len
+            || (i > 0 && pr.answers[2 * i] < pr.answers[2 * i - 1]))
+        {
+            fuzz_fail("an answer's place is not within the prompt, in order",
+                      out, NULL);
+        }
     }
 
     out->nhash = ngx_http_prefix_route_hash_blocks(out->buf, out->len, block,
@@ -380,6 +405,55 @@ fuzz_nomem(fuzz_out_t *big, ngx_uint_t n, json_t *root)
     }
 
     fuzz_free(&s);
+}
+
+
+/*
+ * The usage reader over the input as a response, whole and in pieces:
+ * the same answer either way, counts in range, bounded work.
+ */
+
+static void
+fuzz_usage(const uint8_t *data, size_t size, size_t piece)
+{
+    size_t                          i, n;
+    ngx_int_t                       rc[2];
+    ngx_http_prefix_route_tokens_t  t[2];
+    ngx_http_prefix_route_usage_t   u;
+
+    ngx_memzero(&u, sizeof(u));
+    ngx_http_prefix_route_usage_feed(&u, (u_char *) data, size);
+    ngx_memzero(&t, sizeof(t));
+    rc[0] = ngx_http_prefix_route_usage_parse(&u, &t[0]);
+
+    ngx_memzero(&u, sizeof(u));
+
+    for (i = 0; i < size; i += n) {
+        n = ngx_min(piece, size - i);
+        ngx_http_prefix_route_usage_feed(&u, (u_char *) data + i, n);
+    }
+
+    rc[1] = ngx_http_prefix_route_usage_parse(&u, &t[1]);
+
+    if (rc[0] != rc[1]
+        || (rc[0] == NGX_OK
+            && (t[0].prompt != t[1].prompt || t[0].cached != t[1].cached
+                || t[0].has_cached != t[1].has_cached)))
+    {
+        fprintf(stderr, "prompt_fuzzer: usage whole and in pieces of %zu "
+                "bytes differ\n", piece);
+        abort();
+    }
+
+    if (rc[0] == NGX_OK
+        && (t[0].prompt > NGX_HTTP_PREFIX_ROUTE_USAGE_MAX
+            || t[0].cached > t[0].prompt))
+    {
+        fprintf(stderr, "prompt_fuzzer: usage out of range: %llu cached of "
+                "%llu\n", (unsigned long long) t[0].cached,
+                (unsigned long long) t[0].prompt);
+        abort();
+    }
 }
 
 

@@ -88,6 +88,7 @@ ngx_http_prefix_route_prompt_build(json_t *root,
     ngx_http_prefix_route_walk_t   w;
 
     pr->len = 0;
+    pr->nanswers = 0;
     pr->key = 0;
     pr->seed = 0;
 
@@ -245,7 +246,12 @@ static void
 ngx_http_prefix_route_prompt_message(ngx_http_prefix_route_walk_t *w,
     json_t *msg)
 {
-    json_t  *role, *v;
+    size_t                           start;
+    json_t                          *role, *v;
+    ngx_http_prefix_route_prompt_t  *pr;
+
+    pr = w->pr;
+    start = pr->len;
 
     ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_RS);
 
@@ -283,6 +289,16 @@ ngx_http_prefix_route_prompt_message(ngx_http_prefix_route_walk_t *w,
         && !ngx_http_prefix_route_prompt_eq(role, "developer"))
     {
         ngx_http_prefix_route_prompt_key(w);
+    }
+
+    /* an engine caches the answers it generated: the feedback counts them */
+
+    if (pr->answers != NULL && pr->nanswers < pr->max_answers
+        && ngx_http_prefix_route_prompt_eq(role, "assistant"))
+    {
+        pr->answers[2 * pr->nanswers] = start;
+        pr->answers[2 * pr->nanswers + 1] = pr->len;
+        pr->nanswers++;
     }
 }
 

@@ -32,6 +32,11 @@ typedef struct {
                              bytes, or NULL: not wanted */
     size_t       name_size;
     size_t       name_len;
+    size_t      *answers; /* output, [start, end) bytes of each assistant
+                             message, at most max_answers pairs, or NULL:
+                             not wanted */
+    ngx_uint_t   max_answers;
+    ngx_uint_t   nanswers;
 } ngx_http_prefix_route_prompt_t;
 
 

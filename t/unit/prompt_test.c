@@ -50,6 +50,8 @@ typedef struct {
     size_t      biggest;    /* largest jansson allocation during the call */
     ngx_uint_t  allocs;     /* jansson allocations during the call */
     uint64_t    seed;
+    ngx_uint_t  nanswers;
+    size_t      answers[2 * 4];  /* assistant messages: [start, end) */
     u_char      buf[TEST_SIZE + 16];
 } test_out_t;
 
@@ -215,6 +217,8 @@ test_build_json(json_t *root, size_t size, test_out_t *out)
     pr.key = 12345;
     pr.seed = 0;
     pr.name = NULL;
+    pr.answers = out->answers;
+    pr.max_answers = 4;
 
     live = test_live;
     test_biggest = 0;
@@ -228,6 +232,7 @@ test_build_json(json_t *root, size_t size, test_out_t *out)
     out->len = pr.len;
     out->key = pr.key;
     out->seed = pr.seed;
+    out->nanswers = pr.nanswers;
 
     if (out->buf[size] != TEST_CANARY) {
         printf("Bail out! wrote past the prefix cap of %d bytes\n", (int) size);
@@ -734,6 +739,19 @@ main(void)
             && test_count(&out, 0x1f) == 1 && test_count(&out, 0x1d) == 0
             && test_count(&out, 0x1c) == 0,
             "escape: only the real segment and field bytes are raw");
+
+    /* the assistant messages' places, for the feedback */
+
+    test_build("{'messages':[{'role':'system','content':'S'},"
+               "{'role':'user','content':'hi'},"
+               "{'role':'assistant','content':'hello'},"
+               "{'role':'user','content':'more'}]}", TEST_SIZE, &out);
+    test_ok(out.rc == NGX_OK && out.nanswers == 1
+            && out.answers[0] == sizeof(RS "system" US "c" "S"
+                                        RS "user" US "c" "hi") - 1
+            && out.answers[1] == out.answers[0]
+                                 + sizeof(RS "assistant" US "c" "hello") - 1,
+            "answers: the assistant message's bytes are reported");
 
     /* the prefix cap */
 
