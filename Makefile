@@ -546,7 +546,8 @@ check: browser-check
 #                   "bench/run/bench.py bench", e.g.
 #                   BENCH_ARGS="--workloads shared-prefix".
 #   make bench-feedback
-#                   prefix_route with the engines' usage on and off:
+#                   prefix_route with and without the engines' corrections
+#                   (feedback=correct):
 #                   capacity= 4x the simulators' cache, 3 nginx instances,
 #                   how often the index predicts the cached tokens the
 #                   engine reports (bench/results/feedback.md, ~15 min)
@@ -566,7 +567,7 @@ bench: all $(NGINX_BIN) bench-deps
 	NGINX_BIN=$(NGINX_BIN) /usr/bin/python3 bench/run/bench.py bench \
 	    --module $(CURDIR)/$(MODULE) --port-base $(BENCH_PORT) $(BENCH_ARGS)
 
-# the engines' usage on and off: capacity= 4x too large, 3 nginx
+# with and without feedback=correct: capacity= 4x too large, 3 nginx
 # instances, the prediction's accuracy (bench/results/feedback.md)
 bench-feedback: all $(NGINX_BIN) bench-deps
 	NGINX_BIN=$(NGINX_BIN) /usr/bin/python3 bench/run/bench.py feedback \

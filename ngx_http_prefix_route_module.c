@@ -1140,8 +1140,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         /* how old the prefix is, before this record makes it new */
         ctx->stamped = held
                        && ngx_http_prefix_route_index_stamp(idx,
-                                                            ctx->hash[held - 1],
-                                                            &ctx->stamp);
+                                                   ctx->hash[held - 1],
+                                                   &ctx->stamp);
 
         ctx->started = 0;
         ctx->cell = ngx_http_prefix_route_load_charge(idx, sp,
@@ -1434,8 +1434,8 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
                 ngx_shmtx_lock(&idx->shpool->mutex);
                 ngx_http_prefix_route_load_start(ctx->sent, ctx->cell,
-                                            ctx->uncached
-                                            + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
+                                    ctx->uncached
+                                    + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
                 ngx_shmtx_unlock(&idx->shpool->mutex);
 
                 ctx->started = 1;
@@ -1510,20 +1510,22 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  *
  * The canonical prompt's bytes per engine token turn the predicted
  * match, in bytes, into tokens: the prompt's own ratio when it was seen
- * whole, else the mean learned for the model.  A prediction within one block of the reported cached tokens
+ * whole, else the mean learned for the model.  The engine also holds the
+ * answer it generated last turn, which the index never saw: the
+ * prediction counts the assistant message that begins where the match
+ * ends.  A prediction within one block of the reported cached tokens
  * agrees: the engine's (16 tokens) or the index's, whichever is more
  * tokens (64 bytes are 40 tokens of a text at 1.6 bytes a token).
  *
- * When the engine held less, it evicted the prefix, and as it evicts the
- * least recently used first, everything the index
- * believes the server holds that was recorded before that prefix: those
- * holders go.  A prefix recorded while this request was in flight (two
- * requests with a new prefix at once) proves nothing and is left alone.
- * The engine also holds the answer it generated last turn, which the
- * index never saw: the prediction counts the assistant message that
- * begins where the match ends.  When the engine held more (another
- * nginx instance or a direct client warmed it), there is nothing to
- * drop: the prompt was recorded whole when the server was chosen.
+ * With feedback=correct, when the engine held less than half the
+ * prediction, it evicted the prefix; as it evicts the least recently
+ * used first, everything the index believes the server holds that was
+ * recorded before that prefix is gone too, and those holders go.  A
+ * prefix recorded while this request was in flight (two requests with a
+ * new prefix at once) proves nothing and is left alone.  When the engine
+ * held more (another nginx instance or a direct client warmed it), there
+ * is nothing to drop: the prompt was recorded whole when the server was
+ * chosen.
  */
 
 static void
@@ -1641,7 +1643,8 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     } else if (t->cached < predicted) {
         fb->under++;
 
-        if (ctx->stamped
+        if (prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
+            && ctx->stamped
             && t->cached * 2 < predicted
             && (ngx_msec_int_t) (ctx->chosen - ctx->stamp)
                > (ngx_msec_int_t) (now - ctx->chosen))
@@ -1712,7 +1715,7 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
     conf->choice.policy = NGX_HTTP_PREFIX_ROUTE_POLICY_TTFT;
     conf->choice.affinity = 100;
     conf->choice.max_load = 150;
-    conf->feedback = 1;
+    conf->feedback = NGX_HTTP_PREFIX_ROUTE_FEEDBACK_ON;
 
     return conf;
 }
@@ -1721,7 +1724,7 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
 /*
  * prefix_route zone=name:size [block=size] [max_prefix=size]
  *              [capacity=size] [affinity=number] [policy=ttft|cache_aware]
- *              [max_load=percent|off] [feedback=on|off];
+ *              [max_load=percent|off] [feedback=on|correct|off];
  *
  * Defaults and units are in README.md and docs/reference.md.
  */
@@ -1917,19 +1920,24 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         }
 
         if (ngx_strcmp(value[i].data, "feedback=on") == 0) {
-            prcf->feedback = 1;
+            prcf->feedback = NGX_HTTP_PREFIX_ROUTE_FEEDBACK_ON;
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "feedback=correct") == 0) {
+            prcf->feedback = NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT;
             continue;
         }
 
         if (ngx_strcmp(value[i].data, "feedback=off") == 0) {
-            prcf->feedback = 0;
+            prcf->feedback = NGX_HTTP_PREFIX_ROUTE_FEEDBACK_OFF;
             continue;
         }
 
         if (ngx_strncmp(value[i].data, "feedback=", 9) == 0) {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "invalid feedback \"%V\", it must be "
-                               "\"on\" or \"off\"", &value[i]);
+                               "\"on\", \"correct\" or \"off\"", &value[i]);
             return NGX_CONF_ERROR;
         }
 

@@ -26,6 +26,15 @@ typedef enum {
 } ngx_http_prefix_route_status_e;
 
 
+/*
+ * feedback=: off; on: the engines' usage is read, counted and compared
+ * with the index; correct: an eviction it shows also trims the index
+ */
+#define NGX_HTTP_PREFIX_ROUTE_FEEDBACK_OFF      0
+#define NGX_HTTP_PREFIX_ROUTE_FEEDBACK_ON       1
+#define NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT  2
+
+
 /* the configuration of one upstream{} that uses prefix_route */
 typedef struct {
     ngx_shm_zone_t                     *shm_zone;
@@ -38,8 +47,8 @@ typedef struct {
     ngx_http_prefix_route_choice_t      choice;      /* policy=,
                                                         affinity=,
                                                         max_load= */
-    ngx_flag_t                          feedback;    /* the engines' usage
-                                                        corrects the index */
+    ngx_uint_t                          feedback;    /* feedback=, what the
+                                                        engines' usage does */
 
     /* per server of the upstream: [0] primary, [1] backup, in list order */
     ngx_http_upstream_rr_peers_t       *peers;

@@ -204,13 +204,13 @@ ngx_uint_t ngx_http_prefix_route_index_match(
  * Records that "peer" received the prefix of n blocks.  On input *held is
  * the number of blocks ngx_http_prefix_route_index_match() found it held,
  * a hint: the index may have changed since; on output, the number it held
- * before this record.  Adds the missing entries and
- * holders, makes all of them the most recently used and stamps their
- * blocks with "stamp" (ms), then drops the peer's least recently used
- * holders beyond "capacity" blocks (0: no limit).  When the zone is full it drops the zone's least recently used
- * holders, never those of this prompt; if that is not enough the prefix
- * is recorded only in part.  Never fails.  Returns the number of blocks
- * recorded, from the first.
+ * before this record.  Adds the missing entries and holders, makes all of
+ * them the most recently used and stamps their blocks with "stamp" (ms),
+ * then drops the peer's least recently used holders beyond "capacity"
+ * blocks (0: no limit).  When the zone is full it drops the zone's least
+ * recently used holders, never those of this prompt; if that is not
+ * enough the prefix is recorded only in part.  Never fails.  Returns the
+ * number of blocks recorded, from the first.
  */
 ngx_uint_t ngx_http_prefix_route_index_record(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,

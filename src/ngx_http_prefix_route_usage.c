@@ -61,7 +61,8 @@ ngx_http_prefix_route_usage_parse(ngx_http_prefix_route_usage_t *u,
     u_char  buf[NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL];
 
     len = (size_t) ngx_min(u->total, NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL);
-    at = (size_t) ((u->total - (off_t) len) % NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL);
+    at = (size_t) ((u->total - (off_t) len)
+                   % NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL);
 
     k = ngx_min(len, NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL - at);
     ngx_memcpy(buf, u->tail + at, k);
@@ -124,8 +125,10 @@ ngx_http_prefix_route_usage_find(u_char *start, size_t len,
             continue;
         }
 
-        for (s = q + sizeof(key) - 1; s < end && ngx_http_prefix_route_json_space(*s); s++) {
-            /* void */
+        s = q + sizeof(key) - 1;
+
+        while (s < end && ngx_http_prefix_route_json_space(*s)) {
+            s++;
         }
 
         if (s == end || *s++ != ':') {

@@ -547,8 +547,8 @@ invalid decay "decay=soon", it must be a time (500ms, 5s, 1m...)
 
 
 
-=== TEST 46: feedback is on or off
+=== TEST 46: feedback is on, correct or off
 --- http_config eval: ::upstream("zone=llm:1m feedback=yes", 1)
 --- must_die
 --- error_log
-invalid feedback "feedback=yes", it must be "on" or "off"
+invalid feedback "feedback=yes", it must be "on", "correct" or "off"

@@ -2,8 +2,9 @@
 # or a stream, is read as it passes (its head and tail only) and compared
 # with the index's prediction; the response reaches the client unchanged;
 # a response that cannot be read leaves the index and the counters as they
-# were; when the engine held less than predicted, what the index recorded
-# for that server before the evicted prefix is dropped.
+# were; with feedback=correct, when the engine held less than half the
+# prediction, what the index recorded for that server before the evicted
+# prefix is dropped.
 #
 # The backends answer like engines: each location returns a fixed body
 # with a fixed usage, whatever the prompt.  Every block's upstream is
@@ -190,11 +191,13 @@ of their 250 tokens, as the index predicted.
 
 
 
-=== TEST 7: the engine evicted a prompt the index believed it held: what was recorded before it is dropped
+=== TEST 7: feedback=correct: the engine evicted a prompt the index believed it held: what was recorded before it is dropped
 As TEST 6, but the engine says it held none of b the second time.  It
 evicts the least recently used first, so a, recorded before b, is gone
 too: a is a MISS again.  b itself stays, as the engine holds it now (its
 second "none" drops nothing: only a is older, and a was just recorded).
+--- http_config eval
+::upstream("zone=llm:1m feedback=correct", 1) . $::Engine . $::Log
 --- request eval
 [::ask("cold", "a"), ::ask("slow", "b"), ::ask("cold", "b"), ::ask("cold", "a"),
  ::ask("cold", "b"), "GET /status"]
@@ -207,7 +210,21 @@ second "none" drops nothing: only a is older, and a was just recorded).
 
 
 
-=== TEST 8: a prefix recorded by a request still in flight proves no eviction
+=== TEST 8: feedback=on (the default) counts the same eviction and changes nothing
+The requests of TEST 7: the engine's "none" is counted, a stays a HIT.
+--- request eval
+[::ask("cold", "a"), ::ask("slow", "b"), ::ask("cold", "b"), ::ask("cold", "a"),
+ "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+",
+ "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
+--- response_body_like eval
+["", "", "", "",
+ '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0\}']
+
+
+
+=== TEST 9: feedback=correct: a prefix recorded by a request still in flight proves no eviction
 Prompt z first; then two requests with prompt a at once (echo module
 subrequests): the second is sent while the first is in flight, its
 prediction counts the first's blocks, and its engine says it held none.
@@ -216,7 +233,7 @@ That proves nothing: z, recorded before a, is not dropped.
 $::Config . ::fan("/two", ::chat_body([::sys(::text("sys a", 900)), ::user(::text("a", 100))]),
                           ::chat_body([::sys(::text("sys a", 900)), ::user(::text("a", 100))]))
 --- http_config eval
-::upstream(1) . $::Log . "server {\n    listen " . ::addr(1) . ";\n"
+::upstream("zone=llm:1m feedback=correct", 1) . $::Log . "server {\n    listen " . ::addr(1) . ";\n"
 . "    location / { echo_sleep 0.3; echo '{\"usage\":{\"prompt_tokens\":250,\"prompt_tokens_details\":{\"cached_tokens\":0}}}'; }\n}\n"
 --- request eval
 [::ask("cold", "z"), "GET /two", ::ask("cold", "z"), "GET /status"]
@@ -228,7 +245,7 @@ $::Config . ::fan("/two", ::chat_body([::sys(::text("sys a", 900)), ::user(::tex
 
 
 
-=== TEST 9: a streamed answer ends its prefill at its first byte: queued work leaves then, the request stays in flight
+=== TEST 10: a streamed answer ends its prefill at its first byte: queued work leaves then, the request stays in flight
 The engine sends its headers at once, then, as its first token, what the
 status says 0.15 s later, and as its last, what it says 0.5 s after
 that: the request's prefill was queued until the first token, and after
