@@ -12,7 +12,9 @@ addresses and report what the field measures.
   (file order); --concurrency N caps the requests in flight (the others
   wait, in order of their due time).
 * Several --url: each request picks one at random (seeded), as a client
-  spreading over several nginx instances would.
+  spreading over several nginx instances would.  --direct S sends a share
+  S of the requests straight to a random --backend instead, as clients
+  that bypass nginx.
 * Every request carries 'X-Session: <session>' (for
   'hash $http_x_session consistent'); its body is sent as the workload
   holds it (streamed with stream_options.include_usage).
@@ -202,6 +204,9 @@ class Replay:
         self.a = a
         self.items = items
         self.pools = [Pool(*parse_url(u)) for u in a.url]
+        # --direct: clients that reach the backends past nginx
+        self.direct = [Pool(*parse_url(u)) for u in a.backend] \
+            if a.direct > 0 else []
         self.rng = random.Random(a.seed)
         self.sem = asyncio.Semaphore(a.concurrency) if a.concurrency else None
         self.k = a.time_scale / a.speedup     # wall seconds per workload s
@@ -261,6 +266,9 @@ class Replay:
         a = self.a
         ui = self.rng.randrange(len(self.pools)) if len(self.pools) > 1 else 0
         pool = self.pools[ui]
+        if self.direct and self.rng.random() < a.direct:
+            ui = -1 - self.rng.randrange(len(self.direct))
+            pool = self.direct[-1 - ui]
         rec = {"i": it.i, "session": it.session, "turn": it.turn,
                "url": ui, "lag_ms": None, "status": None, "error": None}
         body = it.body
@@ -563,7 +571,7 @@ async def amain(a):
     if sampler is not None:
         sampler.cancel()
     after = await backend_stats(a.backend) if a.backend else None
-    for p in rp.pools:
+    for p in rp.pools + rp.direct:
         p.close()
     rp.records.sort(key=lambda r: r["i"])
     res = summarise(a, rp.records, before, after, wall_s, rp.max_inflight)
@@ -588,6 +596,11 @@ def main(argv=None):
     p.add_argument("--backend", action="append", default=[],
                    help="a simulator's address, for /sim/stats before and "
                         "after (repeat for every backend)")
+    p.add_argument("--direct", type=float, default=0,
+                   help="this share of the requests goes straight to a "
+                        "random --backend, past nginx, as clients that "
+                        "bypass the router (their record's url is -1 - the "
+                        "backend's index)")
     p.add_argument("--time-scale", type=float, default=1.0,
                    help="wall seconds per model second (the simulators' "
                         "--time-scale)")

@@ -806,7 +806,31 @@ class Engine:
         def metric(name, mtype, help_, value, labels=lab, suffix=""):
             out.append("# HELP %s %s" % (name, help_))
             out.append("# TYPE %s %s" % (name, mtype))
-            out.append("%s%s{%s} %r" % (name, suffix, labels, value))
+            if labels:
+                out.append("%s%s{%s} %r" % (name, suffix, labels, value))
+            else:
+                out.append("%s%s %r" % (name, suffix, value))
+
+        if a.metrics_engine != "vllm":
+            # another engine's names for the queue, the batch, the KV
+            # cache and a counter that a restart resets (METRIC_NAMES)
+            names = METRIC_NAMES[a.metrics_engine]
+            elab = ('model_name="%s"' % a.served_model_name[0]
+                    if a.metrics_engine == "sglang" else "")
+            for key, value in (("running", self.running),
+                               ("waiting", len(self.waiting)),
+                               ("kv", c.used() / c.capacity),
+                               ("prompt", self.prompt_tokens),
+                               ("uncached", self.prompt_tokens - self.hits),
+                               ("cached", self.hits),
+                               ("requests", self.finished)):
+                name = names.get(key)
+                if name is not None:
+                    metric(name, "gauge" if key in ("running", "waiting",
+                                                    "kv") else "counter",
+                           "%s (as %s names it)" % (key, a.metrics_engine),
+                           value, labels=elab)
+            return self.sim_metrics(metric, lab, out)
 
         metric("vllm:num_requests_running", "gauge",
                "Number of requests in model execution batches.",
@@ -842,6 +866,11 @@ class Engine:
             out.append("# HELP %s %s" % (name, help_))
             out.append("# TYPE %s histogram" % name)
             out.extend(h.lines(name, lab))
+        return self.sim_metrics(metric, lab, out)
+
+    def sim_metrics(self, metric, lab, out):
+        a = self.args
+        c = self.cache
         metric("sim:prefill_busy_seconds", "counter",
                "Model seconds the prefill engine spent in steps.",
                self.busy, suffix="_total")
@@ -1228,6 +1257,26 @@ class Server:
                 "cached_tokens": r.hit, "prompt_tokens": r.L}
 
 
+# --metrics-engine: the gauges of the running batch, the waiting queue and
+# KV cache use, and a counter a restart resets, as each engine names them
+# (vLLM's docs "Production Metrics"; SGLang's "Production Metrics"; TGI's
+# reference/metrics; llama.cpp's tools/server/server-task.cpp, with
+# --metrics, which has no KV gauge).  "vllm" is the full set above.
+METRIC_NAMES = {
+    "sglang": {"running": "sglang:num_running_reqs",
+               "waiting": "sglang:num_queue_reqs",
+               "kv": "sglang:token_usage",
+               "prompt": "sglang:prompt_tokens_total"},
+    "tgi": {"running": "tgi_batch_current_size",
+            "waiting": "tgi_queue_size",
+            "requests": "tgi_request_count"},
+    "llamacpp": {"running": "llamacpp:requests_processing",
+                 "waiting": "llamacpp:requests_deferred",
+                 "uncached": "llamacpp:prompt_tokens_total",
+                 "cached": "llamacpp:prompt_tokens_cached_total"},
+}
+
+
 # ---------------------------------------------------------------------------
 # Command line.
 
@@ -1296,6 +1345,9 @@ def serve_parser():
                    help="wall-clock floor between two writes of one stream: "
                         "tokens due within it go out in one write (the first "
                         "and the last token are always on time)")
+    p.add_argument("--metrics-engine",
+                   choices=("vllm",) + tuple(METRIC_NAMES), default="vllm",
+                   help="whose metric names /metrics uses")
     p.add_argument("--usage", choices=("full", "tokens", "none"),
                    default="full",
                    help="the usage of responses: with cached tokens, "
