@@ -1451,11 +1451,17 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     if (!ctx->reading) {
         ctx->read = 1;
 
+        /*
+         * the engine's encoding, not the client's: nginx's own gzip sets
+         * headers_out.content_encoding, but compresses after this filter
+         */
+
         if (!ctx->conf->feedback
+            || r->upstream == NULL
             || r->headers_out.status < 200
             || r->headers_out.status > 299
-            || (r->headers_out.content_encoding != NULL
-                && r->headers_out.content_encoding->value.len))
+            || (r->upstream->headers_in.content_encoding != NULL
+                && r->upstream->headers_in.content_encoding->value.len))
         {
             return ngx_http_next_body_filter(r, in);
         }

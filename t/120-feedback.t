@@ -265,3 +265,19 @@ which reads nothing of the response, and on.
 --- response_body_like eval
 [qr/\A\{"upstreams":\[\{"name":"llm".*?"inflight":1,"queued_bytes":[1-9]\d*,.*\n\{"upstreams":\[\{"name":"llm".*?"inflight":1,"queued_bytes":0,.*\n\z/s,
  qr/\A\{"upstreams":\[.*?\{"name":"on".*?"inflight":1,"queued_bytes":[1-9]\d*,.*\n\{"upstreams":\[.*?\{"name":"on".*?"inflight":1,"queued_bytes":0,.*\n\z/s]
+
+
+
+=== TEST 11: nginx's own gzip to the client leaves the engine's usage readable
+The engine answers uncompressed; nginx compresses for a client that
+accepts gzip, after this module has read the answer.
+--- config eval
+$::Config =~ s{(proxy_pass http://llm;)}{$1\n    gzip on;\n    gzip_types application/json;\n    gzip_min_length 0;}r
+--- request eval
+[::ask("json", "a"), "GET /status"]
+--- more_headers
+Accept-Encoding: gzip
+--- response_headers_like eval
+["Content-Encoding: gzip", ""]
+--- response_body_like eval
+[qr/./s, '"feedback_responses":1,"reported_prompt_tokens":100,"reported_cached_tokens":64,']
