@@ -1567,6 +1567,23 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
                                     (uint64_t) 1 << 24));
     }
 
+    /*
+     * the server holds the previous turn's answer too, which the index
+     * never saw: the assistant message that begins in the block after
+     * the match
+     */
+
+    m = ctx->match;
+
+    for (i = 0; m > 0 && i < ctx->nanswers; i++) {
+        if (ctx->answers[2 * i] >= ctx->match
+            && ctx->answers[2 * i] < ctx->match + prcf->block)
+        {
+            m = ctx->answers[2 * i + 1];
+            break;
+        }
+    }
+
     ngx_shmtx_lock(&idx->shpool->mutex);
 
     ratio = NULL;
@@ -1606,22 +1623,6 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
 
     bpt = (ratio && ratio->samples) ? ratio->ratio
                                     : NGX_HTTP_PREFIX_ROUTE_RATIO;
-    /*
-     * the server holds the previous turn's answer too, which the index
-     * never saw: the assistant message that begins in the block after
-     * the match
-     */
-
-    m = ctx->match;
-
-    for (i = 0; m > 0 && i < ctx->nanswers; i++) {
-        if (ctx->answers[2 * i] >= ctx->match
-            && ctx->answers[2 * i] < ctx->match + prcf->block)
-        {
-            m = ctx->answers[2 * i + 1];
-            break;
-        }
-    }
 
     if (sample) {
         /*
