@@ -57,8 +57,10 @@
  */
 #define NGX_HTTP_PREFIX_ROUTE_RATIO         (4 * 256)
 
-/* a prediction within this many tokens of the engine's figure agrees,
- * or within one index block if that is more: one KV cache block of vLLM */
+/*
+ * A prediction within this many tokens of the engine's figure agrees, or
+ * within one index block if that is more: one KV cache block of vLLM.
+ */
 #define NGX_HTTP_PREFIX_ROUTE_AGREE         16
 
 /* assistant messages of a prompt whose places the feedback keeps */
@@ -115,11 +117,11 @@ typedef struct {
                                                         last recorded, ms */
     unsigned                            stamped:1;
     unsigned                            whole:1;     /* prompt not cut */
-    unsigned                            reading:1;   /* the response */
-    unsigned                            read:1;      /* done or given up */
+    unsigned                            read:1;      /* the response: done
+                                                        or given up */
     unsigned                            reported:1;  /* cached tokens */
     uint64_t                            cached;      /* tokens reported */
-    ngx_http_prefix_route_usage_t      *usage;
+    ngx_http_prefix_route_usage_t      *usage;       /* while it is read */
     size_t                             *answers;     /* prompt.answers */
     ngx_uint_t                          nanswers;
     uint64_t                            model;       /* prompt.model */
@@ -1448,7 +1450,7 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         return ngx_http_next_body_filter(r, in);
     }
 
-    if (!ctx->reading) {
+    if (ctx->usage == NULL) {
         ctx->read = 1;
 
         /*
@@ -1473,7 +1475,6 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         }
 
         ctx->read = 0;
-        ctx->reading = 1;
     }
 
     last = 0;
