@@ -1139,8 +1139,13 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         ngx_shmtx_lock(&shpool->mutex);
         t = ngx_http_prefix_route_clock();
 
-        /* how old the prefix is, before this record makes it new */
+        /*
+         * how old the prefix is, before this record makes it new: only
+         * feedback=correct asks
+         */
         ctx->stamped = held
+                       && prcf->feedback
+                          == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
                        && ngx_http_prefix_route_index_stamp(idx,
                                                    ctx->hash[held - 1],
                                                    &ctx->stamp);
