@@ -124,7 +124,8 @@ $(BUILD)/unit/%: t/unit/%.c src/*.c src/*.h $(NGX_BUILD)/objs/Makefile
 	mkdir -p $(BUILD)/unit
 	$(CC) $(UNIT_CFLAGS) -o $@ $< src/ngx_http_prefix_route_prompt.c \
 	    src/ngx_http_prefix_route_hash.c src/ngx_http_prefix_route_choice.c \
-	    src/ngx_http_prefix_route_usage.c -ljansson -lxxhash -lm
+	    src/ngx_http_prefix_route_usage.c \
+	    src/ngx_http_prefix_route_metrics.c -ljansson -lxxhash -lm
 
 # the index test links nginx's own slab allocator, red-black tree, shared
 # mutex and pools, from nginx's source (nginx-dev has headers only)
@@ -329,7 +330,8 @@ $(FUZZ_BIN): fuzz/prompt_fuzzer.c src/*.c src/*.h $(NGX_BUILD)/objs/Makefile
 	mkdir -p $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/prompt_fuzzer.c \
 	    src/ngx_http_prefix_route_prompt.c src/ngx_http_prefix_route_hash.c \
-	    src/ngx_http_prefix_route_usage.c -ljansson -lxxhash
+	    src/ngx_http_prefix_route_usage.c \
+	    src/ngx_http_prefix_route_metrics.c -ljansson -lxxhash
 
 fuzz-regress: deps fuzz-deps $(FUZZ_BIN)
 	@set -o pipefail; \
@@ -551,6 +553,11 @@ check: browser-check
 #                   capacity= 4x the simulators' cache, 3 nginx instances,
 #                   how often the index predicts the cached tokens the
 #                   engine reports (bench/results/feedback.md, ~15 min)
+#   make bench-probes
+#                   prefix_route with and without prefix_route_probe while
+#                   30% of the load goes straight to the backends, with 3
+#                   nginx instances, and with a backend restarted
+#                   (bench/results/probes.md, ~20 min)
 #   make bench-deps install python3-matplotlib (the plots) when missing,
 #                   as root; make test does not need it
 
@@ -558,7 +565,7 @@ BENCH_PACKAGES =    python3-matplotlib
 BENCH_PORT ?=       21000
 BENCH_ARGS ?=
 
-.PHONY: bench bench-deps bench-feedback
+.PHONY: bench bench-deps bench-feedback bench-probes
 
 bench-deps:
 	$(call deb-install,$(BENCH_PACKAGES))
@@ -571,6 +578,12 @@ bench: all $(NGINX_BIN) bench-deps
 # instances, the prediction's accuracy (bench/results/feedback.md)
 bench-feedback: all $(NGINX_BIN) bench-deps
 	NGINX_BIN=$(NGINX_BIN) /usr/bin/python3 bench/run/bench.py feedback \
+	    --module $(CURDIR)/$(MODULE) --port-base $(BENCH_PORT)
+
+# with and without prefix_route_probe: 30% of the load past nginx, 3 nginx
+# instances, a backend restarted (bench/results/probes.md)
+bench-probes: all $(NGINX_BIN) bench-deps
+	NGINX_BIN=$(NGINX_BIN) /usr/bin/python3 bench/run/bench.py probes \
 	    --module $(CURDIR)/$(MODULE) --port-base $(BENCH_PORT)
 
 

@@ -15,6 +15,7 @@
 #include "ngx_http_prefix_route_load.h"
 #include "ngx_http_prefix_route_status.h"
 #include "ngx_http_prefix_route_usage.h"
+#include "ngx_http_prefix_route_probe.h"
 
 
 /*
@@ -163,6 +164,8 @@ static ngx_int_t ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc,
 static ngx_http_upstream_rr_peer_t *ngx_http_prefix_route_pick(
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_upstream_rr_peers_t *peers,
     ngx_uint_t *chosen);
+static ngx_uint_t ngx_http_prefix_route_probed(
+    ngx_http_prefix_route_srv_conf_t *prcf, ngx_uint_t b, ngx_uint_t n);
 static void ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
 static uint64_t ngx_http_prefix_route_clock(void);
@@ -175,6 +178,8 @@ static ngx_int_t ngx_http_prefix_route_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static void *ngx_http_prefix_route_create_conf(ngx_conf_t *cf);
 static char *ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_prefix_route_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -191,6 +196,13 @@ static ngx_command_t  ngx_http_prefix_route_commands[] = {
     { ngx_string("prefix_route"),
       NGX_HTTP_UPS_CONF|NGX_CONF_ANY,
       ngx_http_prefix_route,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("prefix_route_probe"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_ANY,
+      ngx_http_prefix_route_probe,
       NGX_HTTP_SRV_CONF_OFFSET,
       0,
       NULL },
@@ -309,13 +321,19 @@ ngx_http_prefix_route_init_module(ngx_cycle_t *cycle)
 /*
  * Each worker looks for dead workers' load on a timer of its own, so that
  * no request pays for the kill() checks; the timer does not keep a worker
- * that is shutting down.
+ * that is shutting down.  Each worker also starts its engine probes of
+ * the upstreams with prefix_route_probe, of which one worker at a time
+ * takes each round (ngx_http_prefix_route_probe.h).
  */
 
 static ngx_int_t
 ngx_http_prefix_route_init_process(ngx_cycle_t *cycle)
 {
-    ngx_event_t  *ev;
+    ngx_uint_t                         i;
+    ngx_event_t                       *ev;
+    ngx_http_upstream_srv_conf_t     **uscfp;
+    ngx_http_upstream_main_conf_t     *umcf;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
 
     if (ngx_process != NGX_PROCESS_WORKER
         && ngx_process != NGX_PROCESS_SINGLE)
@@ -332,6 +350,30 @@ ngx_http_prefix_route_init_process(ngx_cycle_t *cycle)
     ngx_http_prefix_route_sweep_conn.fd = (ngx_socket_t) -1;
 
     ngx_add_timer(ev, NGX_HTTP_PREFIX_ROUTE_SWEEP);
+
+    umcf = ngx_http_cycle_get_module_main_conf(cycle,
+                                               ngx_http_upstream_module);
+    if (umcf == NULL) {
+        return NGX_OK;
+    }
+
+    uscfp = umcf->upstreams.elts;
+
+    for (i = 0; i < umcf->upstreams.nelts; i++) {
+
+        if (uscfp[i]->srv_conf == NULL) {
+            continue;
+        }
+
+        prcf = ngx_http_conf_upstream_srv_conf(uscfp[i],
+                                               ngx_http_prefix_route_module);
+
+        if (prcf->probe.interval && prcf->index.sh != NULL
+            && ngx_http_prefix_route_probe_init(cycle, prcf) != NGX_OK)
+        {
+            return NGX_ERROR;
+        }
+    }
 
     return NGX_OK;
 }
@@ -634,6 +676,7 @@ static ngx_int_t
 ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us)
 {
+    ngx_uint_t                    i;
     ngx_pool_cleanup_t           *cln;
     ngx_http_prefix_route_ctx_t  *ctx;
 
@@ -658,6 +701,21 @@ ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     ngx_http_set_ctx(r, ctx, ngx_http_prefix_route_module);
 
     ngx_http_prefix_route_prepare(r, ctx);
+
+    /* round robin passes over the servers the probes do */
+
+    if (ctx->status == NGX_HTTP_PREFIX_ROUTE_BYPASS
+        && ngx_http_prefix_route_probed(ctx->conf, 0, ctx->rrp.peers->number))
+    {
+        for (i = 0; i < ctx->rrp.peers->number; i++) {
+            if (ngx_http_prefix_route_probe_down(ctx->conf,
+                                                 ctx->conf->shared[0][i]))
+            {
+                ctx->rrp.tried[i / (8 * sizeof(uintptr_t))] |=
+                                (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+            }
+        }
+    }
 
     cln = ngx_pool_cleanup_add(r->pool, 0);
     if (cln == NULL) {
@@ -1012,7 +1070,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     uint64_t                           *id, t, hold;
     uintptr_t                           m;
     ngx_int_t                           k;
-    ngx_uint_t                          i, n, b, held;
+    ngx_uint_t                          i, n, b, held, probed;
+    ngx_uint_t                          waiting, running;
     ngx_slab_pool_t                    *shpool;
     ngx_http_upstream_rr_peer_t        *peer, *best;
     ngx_http_prefix_route_peer_t      **shared, *sp;
@@ -1031,6 +1090,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     now = ngx_time();
 
+    probed = ngx_http_prefix_route_probed(prcf, b, peers->number);
+
     /* collect: the usability rules of round robin, and the ranks */
 
     for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
@@ -1045,7 +1106,9 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                     && !(peer->max_fails
                          && peer->fails >= peer->max_fails
                          && now - peer->checked <= peer->fail_timeout)
-                    && !(peer->max_conns && peer->conns >= peer->max_conns);
+                    && !(peer->max_conns && peer->conns >= peer->max_conns)
+                    && !(probed && ngx_http_prefix_route_probe_down(prcf,
+                                                                shared[i]));
 
         c->weight = peer->weight;
         c->rank = ngx_http_prefix_route_hash((u_char *) &id[i],
@@ -1074,19 +1137,33 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                           ? sp->load.inflight - sp->load.waiting : 0;
             c->cached = sp->blocks;
 
+
+            /* others' requests there, by the engine's last fresh gauges */
+
+            (void) ngx_http_prefix_route_probe_foreign(prcf, sp, &waiting,
+                                                       &running);
+            c->inflight += waiting + running;
+            c->decoding += running;
+            c->others = waiting;
+
         } else {
             c->queued = 0;
             c->outstanding = 0;
             c->inflight = 0;
             c->decoding = 0;
             c->cached = 0;
+            c->others = 0;
         }
     }
 
     hold = ngx_http_prefix_route_clock() - t;
     ngx_shmtx_unlock(&shpool->mutex);
 
-    /* choose */
+    /*
+     * choose; a request other clients queued on a server is as much
+     * prefill work as the zone's own queued requests there are on
+     * average, this one counted as one of them
+     */
 
     longest = 0;
 
@@ -1094,6 +1171,13 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         c = &prcf->cand[i];
 
         c->match = prcf->held[i] * prcf->block;
+
+        if (c->others) {
+            c->queued += c->others
+                         * (c->queued + ctx->len
+                            + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST)
+                         / (c->inflight - c->decoding - c->others + 1);
+        }
 
         if (c->usable && c->match > longest) {
             longest = c->match;
@@ -1176,6 +1260,33 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     *chosen = k;
 
     return best;
+}
+
+
+/*
+ * The number of servers of list "b" (n servers) that the probes pass
+ * over, or 0 when they pass over every one: a probe that fails everywhere
+ * is more likely wrong than the whole fleet down.  Reads the zone without
+ * its mutex: a server's state may change in the meantime.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_probed(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_uint_t b, ngx_uint_t n)
+{
+    ngx_uint_t  i, down;
+
+    if (prcf->probe.interval == 0) {
+        return 0;
+    }
+
+    down = 0;
+
+    for (i = 0; i < n; i++) {
+        down += ngx_http_prefix_route_probe_down(prcf, prcf->shared[b][i]);
+    }
+
+    return down == n ? 0 : down;
 }
 
 
@@ -1385,6 +1496,15 @@ ngx_http_prefix_route_check(ngx_conf_t *cf)
 
         prcf = ngx_http_conf_upstream_srv_conf(uscfp[i],
                                                ngx_http_prefix_route_module);
+
+        if (prcf->probe.interval && prcf->shm_zone == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "\"prefix_route_probe\" needs \"prefix_route\" "
+                          "in upstream \"%V\" in %s:%ui",
+                          &uscfp[i]->host, uscfp[i]->file_name,
+                          uscfp[i]->line);
+            return NGX_ERROR;
+        }
 
         /* keepalive wraps the balancer and still calls its init */
 
@@ -2064,6 +2184,127 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                   |NGX_HTTP_UPSTREAM_FAIL_TIMEOUT
                   |NGX_HTTP_UPSTREAM_DOWN
                   |NGX_HTTP_UPSTREAM_BACKUP;
+
+    return NGX_CONF_OK;
+}
+
+
+/*
+ * prefix_route_probe [uri=/metrics] [interval=1s] [timeout=2s] [fails=3]
+ *                    [max_size=1m];
+ *
+ * interval and timeout are times (ms, s), max_size is bytes of response;
+ * defaults and the engines' metric names are in docs/reference.md.
+ */
+
+static char *
+ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_prefix_route_srv_conf_t  *prcf = conf;
+
+    ssize_t                              size;
+    ngx_int_t                            n;
+    ngx_str_t                           *value, s;
+    ngx_uint_t                           i;
+    ngx_http_prefix_route_probe_conf_t  *pc;
+
+    pc = &prcf->probe;
+
+    if (pc->interval) {
+        return "is duplicate";
+    }
+
+    ngx_str_set(&pc->uri, "/metrics");
+    pc->interval = 1000;
+    pc->timeout = 2000;
+    pc->fails = 3;
+    pc->max_size = 1024 * 1024;
+
+    value = cf->args->elts;
+
+    for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_strncmp(value[i].data, "uri=", 4) == 0) {
+            pc->uri.data = value[i].data + 4;
+            pc->uri.len = value[i].len - 4;
+
+            if (pc->uri.len == 0 || pc->uri.data[0] != '/'
+                || ngx_strlchr(pc->uri.data, pc->uri.data + pc->uri.len, ' ')
+                || ngx_strlchr(pc->uri.data, pc->uri.data + pc->uri.len,
+                               CR)
+                || ngx_strlchr(pc->uri.data, pc->uri.data + pc->uri.len,
+                               LF))
+            {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid uri \"%V\", it must begin "
+                                   "with \"/\" and hold no space",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "interval=", 9) == 0
+            || ngx_strncmp(value[i].data, "timeout=", 8) == 0)
+        {
+            s.data = (u_char *) ngx_strchr(value[i].data, '=') + 1;
+            s.len = value[i].data + value[i].len - s.data;
+
+            n = ngx_parse_time(&s, 0);
+
+            if (n == NGX_ERROR || n < 10 || n > 3600 * 1000) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid time \"%V\", it must be from "
+                                   "10ms to 1h", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            if (value[i].data[0] == 'i') {
+                pc->interval = n;
+
+            } else {
+                pc->timeout = n;
+            }
+
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "fails=", 6) == 0) {
+            n = ngx_atoi(value[i].data + 6, value[i].len - 6);
+
+            if (n < 1 || n > 1000) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid fails \"%V\", it must be a "
+                                   "number from 1 to 1000", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            pc->fails = n;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_size=", 9) == 0) {
+            s.data = value[i].data + 9;
+            s.len = value[i].len - 9;
+
+            size = ngx_parse_size(&s);
+
+            if (size < 1024 || size > 64 * 1024 * 1024) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid max_size \"%V\", it must be "
+                                   "from 1k to 64m bytes", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            pc->max_size = size;
+            continue;
+        }
+
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\"", &value[i]);
+        return NGX_CONF_ERROR;
+    }
 
     return NGX_CONF_OK;
 }

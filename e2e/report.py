@@ -58,6 +58,15 @@ def checks(r):
                 "; ".join("%s: %s" % (k, ws["sdk"]["failed"])
                           for k, ws in r.items() if ws["sdk"]["failed"])
                 or "all %d calls, every balancer" % pr["sdk"]["calls"]))
+    peers = [p for u in pr["status"]["upstreams"] for p in u["peers"]]
+    out.append(("prefix_route_probe read every llama-server's /metrics, "
+                "none failed",
+                all("engine" in p and p["probe_failures"] == 0
+                    and p["state"] == "up" for p in peers),
+                "; ".join("%s: %s, %d failed" % (
+                    p["name"], "read %d ms before the end" %
+                    p["engine"]["age_ms"] if "engine" in p else "not read",
+                    p["probe_failures"]) for p in peers)))
     conv = {k: ws["sdk"]["conversation_servers"] for k, ws in r.items()}
     out.append(("every turn of the SDK conversation on one server "
                 "(prefix_route, cache_aware)",

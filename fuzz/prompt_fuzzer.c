@@ -30,7 +30,10 @@
  * The same bytes are also read as an engine's response by the usage
  * reader (src/ngx_http_prefix_route_usage.c), whole and in those pieces:
  * both give the same answer, and reported counts are in range (cached at
- * most the prompt, the prompt at most NGX_HTTP_PREFIX_ROUTE_USAGE_MAX).
+ * most the prompt, the prompt at most NGX_HTTP_PREFIX_ROUTE_USAGE_MAX);
+ * and as an engine's metrics page by the metrics reader
+ * (src/ngx_http_prefix_route_metrics.c), whole and in pieces: the same
+ * gauges either way, each in range.
  *
  * A failed check prints what differs and aborts, so that libFuzzer keeps
  * the input as a crash.
@@ -47,6 +50,7 @@
 #include "ngx_http_prefix_route_hash.h"
 #include "ngx_http_prefix_route_prompt.h"
 #include "ngx_http_prefix_route_usage.h"
+#include "ngx_http_prefix_route_metrics.h"
 
 
 #define FUZZ_CAP        65536       /* max_prefix=, default */
@@ -92,6 +96,7 @@ static void fuzz_same(const char *what, fuzz_out_t *a, fuzz_out_t *b);
 static void fuzz_prefix(fuzz_out_t *big, size_t cap, json_t *root);
 static void fuzz_nomem(fuzz_out_t *big, ngx_uint_t n, json_t *root);
 static void fuzz_usage(const uint8_t *data, size_t size, size_t piece);
+static void fuzz_metrics(const uint8_t *data, size_t size, size_t piece);
 static void *fuzz_malloc(size_t size);
 static void fuzz_free(fuzz_out_t *out);
 static void fuzz_fail(const char *what, fuzz_out_t *a, fuzz_out_t *b);
@@ -134,6 +139,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* the same bytes as an engine's response, for its usage */
 
     fuzz_usage(data, size, body.piece);
+    fuzz_metrics(data, size, body.piece);
 
     /* as the module parses a body */
 
@@ -452,6 +458,53 @@ fuzz_usage(const uint8_t *data, size_t size, size_t piece)
         fprintf(stderr, "prompt_fuzzer: usage out of range: %llu cached of "
                 "%llu\n", (unsigned long long) t[0].cached,
                 (unsigned long long) t[0].prompt);
+        abort();
+    }
+}
+
+
+/*
+ * The metrics reader over the input as a page, whole and in pieces: the
+ * same gauges either way, each from 0 to the reader's maximum.
+ */
+
+static void
+fuzz_metrics(const uint8_t *data, size_t size, size_t piece)
+{
+    size_t                           i, n;
+    ngx_int_t                        rc[2];
+    ngx_http_prefix_route_metrics_t  m[2];
+
+    ngx_http_prefix_route_metrics_init(&m[0]);
+    ngx_http_prefix_route_metrics_feed(&m[0], (u_char *) data, size);
+    rc[0] = ngx_http_prefix_route_metrics_done(&m[0]);
+
+    ngx_http_prefix_route_metrics_init(&m[1]);
+
+    for (i = 0; i < size; i += n) {
+        n = ngx_min(piece, size - i);
+        ngx_http_prefix_route_metrics_feed(&m[1], (u_char *) data + i, n);
+    }
+
+    rc[1] = ngx_http_prefix_route_metrics_done(&m[1]);
+
+    if (rc[0] != rc[1]
+        || m[0].has_waiting != m[1].has_waiting
+        || m[0].has_running != m[1].has_running
+        || m[0].has_kv != m[1].has_kv
+        || m[0].has_served != m[1].has_served
+        || m[0].waiting != m[1].waiting || m[0].running != m[1].running
+        || m[0].kv != m[1].kv || m[0].served != m[1].served)
+    {
+        fprintf(stderr, "prompt_fuzzer: metrics whole and in pieces of %zu "
+                "bytes differ\n", piece);
+        abort();
+    }
+
+    if (!(m[0].waiting >= 0 && m[0].running >= 0 && m[0].served >= 0
+          && m[0].kv >= 0 && m[0].kv <= 1))
+    {
+        fprintf(stderr, "prompt_fuzzer: metrics out of range\n");
         abort();
     }
 }

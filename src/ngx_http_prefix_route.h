@@ -35,6 +35,17 @@ typedef enum {
 #define NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT  2
 
 
+/* prefix_route_probe: the engines' metrics pages, ..._probe.c */
+typedef struct {
+    ngx_str_t                           uri;         /* uri= */
+    ngx_msec_t                          interval;    /* ms, 0: no probes */
+    ngx_msec_t                          timeout;     /* ms */
+    ngx_uint_t                          fails;       /* in a row: down */
+    size_t                              max_size;    /* bytes of response */
+} ngx_http_prefix_route_probe_conf_t;
+
+
+
 /* the configuration of one upstream{} that uses prefix_route */
 typedef struct {
     ngx_shm_zone_t                     *shm_zone;
@@ -49,6 +60,7 @@ typedef struct {
                                                         max_load= */
     ngx_uint_t                          feedback;    /* feedback=, what the
                                                         engines' usage does */
+    ngx_http_prefix_route_probe_conf_t  probe;       /* prefix_route_probe */
 
     /* per server of the upstream: [0] primary, [1] backup, in list order */
     ngx_http_upstream_rr_peers_t       *peers;

@@ -51,6 +51,9 @@ typedef struct {
     double          outstanding; /* prompt bytes of its requests in flight */
     ngx_uint_t      inflight;    /* requests in flight */
     ngx_uint_t      decoding;    /* of which answering (past prefill) */
+    ngx_uint_t      others;      /* of which other clients' and queued, by
+                                    the engine's gauges: the caller adds
+                                    their work to "queued" */
     size_t          match;       /* bytes of this prompt it holds */
     ngx_uint_t      cached;      /* blocks the index has on it */
     ngx_int_t       weight;      /* server weight, >= 1 */

@@ -54,7 +54,7 @@ struct ngx_http_prefix_route_holder_s {
 
 /* the version of the structs above and in the header, kept in the zone */
 #define NGX_HTTP_PREFIX_ROUTE_LAYOUT                                         \
-    (0x50520300 + sizeof(ngx_http_prefix_route_sh_t)                         \
+    (0x50520400 + sizeof(ngx_http_prefix_route_sh_t)                         \
      + sizeof(ngx_http_prefix_route_peer_t)                                  \
      + sizeof(ngx_http_prefix_route_entry_t)                                 \
      + sizeof(ngx_http_prefix_route_holder_t))

@@ -65,6 +65,32 @@ typedef struct {
 
 
 /*
+ * What the engine's metrics page said of one server, and how its probes
+ * went, ngx_http_prefix_route_probe.c.
+ */
+typedef struct {
+    ngx_msec_t                       read;      /* when, ms; if has_reading */
+    ngx_uint_t                       has_reading;
+    ngx_uint_t                       waiting;   /* requests queued there */
+    ngx_uint_t                       running;   /* requests running there */
+    double                           others_waiting; /* of which other
+                                                   clients', a moving
+                                                   average over readings */
+    double                           others_running;
+    ngx_uint_t                       kv;        /* KV cache use, per mille;
+                                                   if has_kv */
+    ngx_uint_t                       has_kv;
+    double                           served;    /* the counter a restart
+                                                   resets; if has_served */
+    ngx_uint_t                       has_served;
+    ngx_uint_t                       fails;     /* probes failed in a row */
+    ngx_uint_t                       down;      /* passed over: fails= */
+    ngx_uint_t                       failures;  /* probes failed, in all */
+    ngx_uint_t                       restarts;  /* counter resets seen */
+} ngx_http_prefix_route_probe_t;
+
+
+/*
  * A server of the upstream as the zone knows it, found by its name so
  * that a reload with the same servers keeps its blocks and figures.
  */
@@ -82,6 +108,7 @@ typedef struct {
     ngx_uint_t                       hits;      /* of which with a match */
 
     ngx_http_prefix_route_feedback_t fb;
+    ngx_http_prefix_route_probe_t    probe;
 
     size_t                           len;
     u_char                           name[1];   /* e.g. addr:port */
@@ -141,6 +168,9 @@ typedef struct {
     ngx_atomic_t                     requests[4];   /* by status */
     ngx_atomic_t                     prompt_bytes;  /* canonical prompt */
     ngx_atomic_t                     matched_bytes; /* on the chosen peers */
+
+    /* when the next round of engine probes is due, ms */
+    ngx_msec_t                       probe_due;
 
     /* learned from the engines' usage, under the mutex */
     ngx_http_prefix_route_ratio_t    ratios[NGX_HTTP_PREFIX_ROUTE_MODELS];

@@ -11,6 +11,7 @@
 #include "ngx_http_prefix_route.h"
 #include "ngx_http_prefix_route_load.h"
 #include "ngx_http_prefix_route_status.h"
+#include "ngx_http_prefix_route_probe.h"
 
 
 /* the HTML page: one table a upstream, reloaded every 5 s */
@@ -56,6 +57,8 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_P_FB_UNDER,
     NGX_HTTP_PREFIX_ROUTE_P_FB_OVER,
     NGX_HTTP_PREFIX_ROUTE_P_FB_DROPPED,
+    NGX_HTTP_PREFIX_ROUTE_P_PROBE_FAILURES,
+    NGX_HTTP_PREFIX_ROUTE_P_PROBE_RESTARTS,
     NGX_HTTP_PREFIX_ROUTE_P_N
 };
 
@@ -68,10 +71,21 @@ typedef struct {
 } ngx_http_prefix_route_field_t;
 
 
+/* the engine's gauges at the last probe of a peer that was read */
+typedef struct {
+    ngx_uint_t                         read;      /* 0: none */
+    uint64_t                           waiting;
+    uint64_t                           running;
+    int64_t                            kv;        /* per mille, -1: none */
+    uint64_t                           age;       /* ms */
+} ngx_http_prefix_route_engine_stat_t;
+
+
 typedef struct {
     ngx_str_t                         *name;
     ngx_str_t                         *state;
     uint64_t                           v[NGX_HTTP_PREFIX_ROUTE_P_N];
+    ngx_http_prefix_route_engine_stat_t  engine;
 } ngx_http_prefix_route_peer_stat_t;
 
 
@@ -100,6 +114,8 @@ static u_char *ngx_http_prefix_route_status_prometheus(u_char *p,
     ngx_array_t *stats);
 static u_char *ngx_http_prefix_route_status_html(u_char *p,
     ngx_array_t *stats);
+static u_char *ngx_http_prefix_route_status_help(u_char *p,
+    ngx_http_prefix_route_field_t *f);
 static u_char *ngx_http_prefix_route_status_percent(u_char *p, uint64_t part,
     uint64_t whole);
 static u_char *ngx_http_prefix_route_status_ratio(u_char *p, uint32_t ratio);
@@ -159,7 +175,27 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_pfields[] = {
       "Responses with more cached tokens than predicted." },
     { "feedback_dropped", "peer_feedback_dropped_total", "counter",
       "Index holders dropped because the peer had evicted a prefix "
-      "recorded after them." }
+      "recorded after them." },
+    { "probe_failures", "peer_probe_failures_total", "counter",
+      "Probes of the peer's metrics page that failed: no connection, no "
+      "answer within the timeout, not HTTP, not 2xx." },
+    { "probe_restarts", "peer_probe_restarts_total", "counter",
+      "Restarts of the peer's engine seen by its probes (a counter that "
+      "fell); each made the index forget the peer's blocks." }
+};
+
+
+/* the engine's gauges in Prometheus, in engine_stat_t order */
+static ngx_http_prefix_route_field_t  ngx_http_prefix_route_efields[] = {
+    { "waiting", "peer_engine_waiting_requests", "gauge",
+      "Requests queued at the peer's engine, by its metrics page." },
+    { "running", "peer_engine_running_requests", "gauge",
+      "Requests in the running batch of the peer's engine, by its metrics "
+      "page." },
+    { "kv_cache_usage", "peer_engine_kv_cache_usage_ratio", "gauge",
+      "KV cache usage of the peer's engine, 0 to 1, by its metrics page." },
+    { "age_ms", "peer_engine_reading_age_seconds", "gauge",
+      "Time since the peer's metrics page was last read, seconds." }
 };
 
 
@@ -167,7 +203,8 @@ static ngx_str_t  ngx_http_prefix_route_states[] = {
     ngx_string("up"),
     ngx_string("down"),
     ngx_string("failing"),
-    ngx_string("backup")
+    ngx_string("backup"),
+    ngx_string("unhealthy")
 };
 
 
@@ -429,8 +466,13 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
 
         for (peer = list->peer, i = 0; peer != NULL; peer = peer->next, i++) {
 
+            sp = prcf->shared[b][i];
+
             if (peer->down) {
                 state = 1;
+
+            } else if (ngx_http_prefix_route_probe_down(prcf, sp)) {
+                state = 4;
 
             } else if (peer->max_fails && peer->fails >= peer->max_fails
                        && now - peer->checked <= peer->fail_timeout)
@@ -444,11 +486,9 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
             ps->name = &peer->name;
             ps->state = &ngx_http_prefix_route_states[state];
 
-            *size += (NGX_HTTP_PREFIX_ROUTE_P_N + 4)
+            *size += (NGX_HTTP_PREFIX_ROUTE_P_N + 12)
                      * (160 + NGX_INT64_LEN
                         + 6 * (st->name->len + peer->name.len));
-
-            sp = prcf->shared[b][i];
 
             if (sp != NULL) {
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_INFLIGHT] = sp->load.inflight;
@@ -466,6 +506,20 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_UNDER] = sp->fb.under;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_OVER] = sp->fb.over;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_DROPPED] = sp->fb.dropped;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBE_FAILURES] =
+                                                        sp->probe.failures;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBE_RESTARTS] =
+                                                        sp->probe.restarts;
+
+                ps->engine.read = prcf->probe.interval
+                                  && sp->probe.has_reading;
+                ps->engine.waiting = sp->probe.waiting;
+                ps->engine.running = sp->probe.running;
+                ps->engine.kv = sp->probe.has_kv ? (int64_t) sp->probe.kv
+                                                 : -1;
+                ps->engine.age = (ngx_msec_int_t) (ngx_current_msec
+                                                   - sp->probe.read) > 0
+                                 ? ngx_current_msec - sp->probe.read : 0;
             }
 
             ps++;
@@ -548,6 +602,21 @@ ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
                                 ps->v[k]);
             }
 
+            if (ps->engine.read) {
+                p = ngx_sprintf(p, ",\"engine\":{\"waiting\":%uL,"
+                                   "\"running\":%uL,\"age_ms\":%uL",
+                                ps->engine.waiting, ps->engine.running,
+                                ps->engine.age);
+
+                if (ps->engine.kv >= 0) {
+                    p = ngx_sprintf(p, ",\"kv_cache_usage\":%uL.%03uL",
+                                    ps->engine.kv / 1000,
+                                    ps->engine.kv % 1000);
+                }
+
+                *p++ = '}';
+            }
+
             *p++ = '}';
         }
 
@@ -580,9 +649,7 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
     for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_U_N; k++) {
         f = &ngx_http_prefix_route_ufields[k];
 
-        p = ngx_sprintf(p, "# HELP nginx_prefix_route_%s %s\n"
-                           "# TYPE nginx_prefix_route_%s %s\n",
-                        f->metric, f->help, f->metric, f->type);
+        p = ngx_http_prefix_route_status_help(p, f);
 
         for (i = 0; i < stats->nelts; i++) {
             p = ngx_sprintf(p, "nginx_prefix_route_%s{upstream=\"%V\"} %uL\n",
@@ -642,9 +709,7 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
     for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_P_N; k++) {
         f = &ngx_http_prefix_route_pfields[k];
 
-        p = ngx_sprintf(p, "# HELP nginx_prefix_route_%s %s\n"
-                           "# TYPE nginx_prefix_route_%s %s\n",
-                        f->metric, f->help, f->metric, f->type);
+        p = ngx_http_prefix_route_status_help(p, f);
 
         for (i = 0; i < stats->nelts; i++) {
             for (n = 0; n < st[i].npeers; n++) {
@@ -652,6 +717,48 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
                 p = ngx_sprintf(p, "nginx_prefix_route_%s"
                                    "{upstream=\"%V\",peer=\"%V\"} %uL\n",
                                 f->metric, st[i].name, ps->name, ps->v[k]);
+            }
+        }
+    }
+
+    /* the engines' gauges, for the peers whose metrics page was read */
+
+    for (k = 0; k < 4; k++) {
+        f = &ngx_http_prefix_route_efields[k];
+
+        p = ngx_http_prefix_route_status_help(p, f);
+
+        for (i = 0; i < stats->nelts; i++) {
+            for (n = 0; n < st[i].npeers; n++) {
+                ps = &st[i].peers[n];
+
+                if (!ps->engine.read || (k == 2 && ps->engine.kv < 0)) {
+                    continue;
+                }
+
+                p = ngx_sprintf(p, "nginx_prefix_route_%s"
+                                   "{upstream=\"%V\",peer=\"%V\"} ",
+                                f->metric, st[i].name, ps->name);
+
+                switch (k) {
+
+                case 0:
+                    p = ngx_sprintf(p, "%uL\n", ps->engine.waiting);
+                    break;
+
+                case 1:
+                    p = ngx_sprintf(p, "%uL\n", ps->engine.running);
+                    break;
+
+                case 2:
+                    p = ngx_sprintf(p, "%uL.%03uL\n", ps->engine.kv / 1000,
+                                    ps->engine.kv % 1000);
+                    break;
+
+                default: /* 3: ms as seconds */
+                    p = ngx_sprintf(p, "%uL.%03uL\n", ps->engine.age / 1000,
+                                    ps->engine.age % 1000);
+                }
             }
         }
     }
@@ -722,7 +829,9 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
                            "<th>requests</th><th>hits</th><th>hit rate</th>"
                            "<th>blocks</th>"
                            "<th>engine hit rate</th><th>predicted</th>"
-                           "<th>agreed</th></tr>\n");
+                           "<th>agreed</th><th>engine queue</th>"
+                           "<th>engine running</th><th>KV cache</th>"
+                           "</tr>\n");
 
         for (n = 0; n < st[i].npeers; n++) {
             ps = &st[i].peers[n];
@@ -759,6 +868,18 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
             p = ngx_http_prefix_route_status_percent(p,
                                     v[NGX_HTTP_PREFIX_ROUTE_P_FB_AGREED],
                                     v[NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES]);
+
+            if (ps->engine.read) {
+                p = ngx_sprintf(p, "</td><td>%uL</td><td>%uL</td><td>",
+                                ps->engine.waiting, ps->engine.running);
+                p = ngx_http_prefix_route_status_percent(p,
+                                        ps->engine.kv >= 0 ? ps->engine.kv : 0,
+                                        ps->engine.kv >= 0 ? 1000 : 0);
+
+            } else {
+                p = ngx_cpymem(p, "</td><td>-</td><td>-</td><td>-", 30);
+            }
+
             p = ngx_cpymem(p, "</td></tr>\n", 11);
         }
 
@@ -766,6 +887,17 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
     }
 
     return ngx_cpymem(p, "</body></html>\n", 15);
+}
+
+
+/* a Prometheus metric's HELP and TYPE lines */
+
+static u_char *
+ngx_http_prefix_route_status_help(u_char *p, ngx_http_prefix_route_field_t *f)
+{
+    return ngx_sprintf(p, "# HELP nginx_prefix_route_%s %s\n"
+                          "# TYPE nginx_prefix_route_%s %s\n",
+                       f->metric, f->help, f->metric, f->type);
 }
 
 

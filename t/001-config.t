@@ -552,3 +552,82 @@ invalid decay "decay=soon", it must be a time (500ms, 5s, 1m...)
 --- must_die
 --- error_log
 invalid feedback "feedback=yes", it must be "on", "correct" or "off"
+
+
+
+=== TEST 47: prefix_route_probe needs prefix_route in its upstream
+--- http_config
+upstream llm {
+    prefix_route_probe;
+    server 127.0.0.1:1;
+}
+--- must_die
+--- error_log
+"prefix_route_probe" needs "prefix_route" in upstream "llm"
+
+
+
+=== TEST 48: prefix_route_probe's times are from 10ms to 1h
+--- http_config eval
+my $u = ::upstream(1);
+$u =~ s/(prefix_route [^\n]*\n)/$1    prefix_route_probe interval=5ms;\n/;
+$u
+--- must_die
+--- error_log
+invalid time "interval=5ms", it must be from 10ms to 1h
+
+
+
+=== TEST 49: prefix_route_probe's fails is a number from 1
+--- http_config eval
+my $u = ::upstream(1);
+$u =~ s/(prefix_route [^\n]*\n)/$1    prefix_route_probe fails=0;\n/;
+$u
+--- must_die
+--- error_log
+invalid fails "fails=0", it must be a number from 1 to 1000
+
+
+
+=== TEST 50: prefix_route_probe's uri is a path
+--- http_config eval
+my $u = ::upstream(1);
+$u =~ s/(prefix_route [^\n]*\n)/$1    prefix_route_probe uri=metrics;\n/;
+$u
+--- must_die
+--- error_log
+invalid uri "uri=metrics", it must begin with "/" and hold no space
+
+
+
+=== TEST 51: prefix_route_probe's max_size is a size from 1k
+--- http_config eval
+my $u = ::upstream(1);
+$u =~ s/(prefix_route [^\n]*\n)/$1    prefix_route_probe max_size=100;\n/;
+$u
+--- must_die
+--- error_log
+invalid max_size "max_size=100", it must be from 1k to 64m bytes
+
+
+
+=== TEST 52: prefix_route_probe with an unknown parameter
+--- http_config eval
+my $u = ::upstream(1);
+$u =~ s/(prefix_route [^\n]*\n)/$1    prefix_route_probe every=1s;\n/;
+$u
+--- must_die
+--- error_log
+invalid parameter "every=1s"
+
+
+
+=== TEST 53: prefix_route_probe with all its parameters passes "nginx -t"
+--- http_config eval
+my $u = ::upstream(1);
+$u =~ s/(prefix_route [^\n]*\n)/$1    prefix_route_probe uri=\/v1\/metrics interval=2s timeout=500ms fails=5 max_size=4m;\n/;
+$u . ::backends(1)
+--- request eval
+"POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
+--- response_body
+b1

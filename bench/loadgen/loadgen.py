@@ -205,7 +205,8 @@ class Replay:
         self.items = items
         self.pools = [Pool(*parse_url(u)) for u in a.url]
         # --direct: clients that reach the backends past nginx
-        self.direct = [Pool(*parse_url(u)) for u in a.backend] \
+        self.direct = [Pool(*parse_url(u))
+                       for u in a.backend[:a.direct_to or None]] \
             if a.direct > 0 else []
         self.rng = random.Random(a.seed)
         self.sem = asyncio.Semaphore(a.concurrency) if a.concurrency else None
@@ -601,6 +602,9 @@ def main(argv=None):
                         "random --backend, past nginx, as clients that "
                         "bypass the router (their record's url is -1 - the "
                         "backend's index)")
+    p.add_argument("--direct-to", type=int, default=0, metavar="K",
+                   help="--direct goes to the first K --backend only (0: "
+                        "all), as clients pinned to some servers")
     p.add_argument("--time-scale", type=float, default=1.0,
                    help="wall seconds per model second (the simulators' "
                         "--time-scale)")

@@ -143,8 +143,17 @@ BALANCERS = collections.OrderedDict([
     ("prefix_route_cap4_correct", ("prefix_route feedback=correct, "
                                    "capacity= 4x the servers' cache",
                                    "prefix_route feedback=correct", 1)),
+    # make bench-probes: the engines' metrics pages read by nginx
+    ("prefix_route_probe", ("prefix_route with prefix_route_probe",
+                            "prefix_route", 1)),
+    ("prefix_route_x3_probe", ("prefix_route with prefix_route_probe, 3 "
+                               "nginx instances", "prefix_route", 3)),
 ])
 CAPACITY_X = {"prefix_route_cap4": 4, "prefix_route_cap4_correct": 4}
+# these balancers probe the simulators' /metrics every PROBE_INTERVAL_S of
+# model time (the interval is scaled with the workload, as every latency)
+PROBED = ("prefix_route_probe", "prefix_route_x3_probe")
+PROBE_INTERVAL_S = 1.0
 # make bench runs these unless told otherwise
 BENCH_BALANCERS = ("round_robin", "least_conn", "random_two", "hash_session",
                    "cache_aware", "prefix_route", "prefix_route_x3")
@@ -258,7 +267,7 @@ def tail(path, n=20):
 # nginx configurations
 
 def nginx_conf(workdir, module, port, backend_ports, balancer, zone,
-               workers=2):
+               workers=2, scale=1.0):
     method = BALANCERS[balancer][1]
     if method.startswith("prefix_route"):
         # capacity: the bytes of prompt a backend caches (README: tokens x
@@ -268,6 +277,10 @@ def nginx_conf(workdir, module, port, backend_ports, balancer, zone,
                                                   // 1024
                                                   * CAPACITY_X.get(balancer,
                                                                    1))) + ";"
+    if balancer in PROBED:
+        ms = max(10, int(PROBE_INTERVAL_S * scale * 1000))
+        method += ("\n        prefix_route_probe interval=%dms timeout=%dms;"
+                   % (ms, max(100, 2 * ms)))
     servers = "\n".join("        server 127.0.0.1:%d;" % p
                         for p in backend_ports)
     return """\
@@ -348,7 +361,7 @@ class Fleet:
             conf = os.path.join(d, "nginx.conf")
             with open(conf, "w") as f:
                 f.write(nginx_conf(d, module, port, self.backend_ports,
-                                   balancer, "prefix%d" % i, workers))
+                                   balancer, "prefix%d" % i, workers, scale))
             p = procs.start([nginx, "-p", d + "/", "-c", conf,
                              "-e", os.path.join(d, "error.log")],
                             os.path.join(d, "stderr.log"))
@@ -475,10 +488,12 @@ def replay_caches(path, n, pooled=False, kv_blocks=KV_BLOCKS,
 
 def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
             n_backends, raw_dir, nginx_ports=None, backend_ports=None,
-            restart_at=None, records=None):
+            restart_at=None, records=None, direct=0, direct_to=0):
     """One workload through one balancer; restart_at (wall s after the
     start): the first backend restarts then (POST /sim/restart); records:
-    write every request's record there."""
+    write every request's record there; direct: the share of requests
+    sent straight to a random backend, past nginx, one of the first
+    direct_to (0: any)."""
     scale = spec["scale"]
     n_nginx = BALANCERS[balancer][2]
     rundir = os.path.join(workdir, "%s-%s" % (wl_name, balancer))
@@ -489,6 +504,8 @@ def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
     out = os.path.join(raw_dir, "%s.%s.json" % (wl_name, balancer))
     argv = [PY, LOADGEN, wl_path, "--time-scale", repr(scale),
             "--label", "%s %s" % (wl_name, balancer), "-o", out]
+    if direct:
+        argv += ["--direct", repr(direct), "--direct-to", str(direct_to)]
     if records:
         argv += ["--records", records]
     elif getattr(a, "records", False):
@@ -1320,29 +1337,194 @@ def cmd_feedback(a):
         spec = WORKLOADS[wl]
         path = generate(wl, spec)
         bnd = bound(path, BACKENDS)["hit_rate"]
-        out["restart"] = {}
-        for b in ("prefix_route", "prefix_route_correct"):
-            at = RESTART_AT
-            rec = os.path.join(workdir, "restart-%s.jsonl" % b)
-            res = run_one(procs, a, workdir, wl + "-restart", spec, path, b,
-                          a.port_base, BACKENDS, raw_dir, restart_at=at,
-                          records=rec)
-            r = dict(recovery(rec, "b1", at), hit_rate=res["hit_rate"],
-                     hit_vs_bound=res["hit_rate"] / bnd, restart_at_s=at)
-            out["restart"][b] = r
-            print("restart, %s: %s" % (b, r), flush=True)
+        out["restart"] = restarts(procs, a, workdir, raw_dir, spec, path,
+                                  ("prefix_route", "prefix_route_correct"),
+                                  bnd)
     finally:
         procs.stop()
         subprocess.run(["rm", "-rf", workdir])
+    return write_results(a, "feedback", out, t0, feedback_report)
+
+
+def restarts(procs, a, workdir, raw_dir, spec, path, balancers, bnd):
+    """The multi-turn workload with b1 restarted RESTART_AT s in, through
+    each balancer: how many of b1's requests its hit rate takes to
+    recover."""
+    out = {}
+    for b in balancers:
+        rec = os.path.join(workdir, "restart-%s.jsonl" % b)
+        res = run_one(procs, a, workdir, "multi-turn-restart", spec, path, b,
+                      a.port_base, BACKENDS, raw_dir, restart_at=RESTART_AT,
+                      records=rec)
+        out[b] = dict(recovery(rec, "b1", RESTART_AT),
+                      hit_rate=res["hit_rate"],
+                      hit_vs_bound=res["hit_rate"] / bnd,
+                      ttft_p90_ms=(res.get("ttft_ms") or {}).get("p90"),
+                      restart_at_s=RESTART_AT)
+        print("restart, %s: %s" % (b, out[b]), flush=True)
+    return out
+
+
+def write_results(a, name, out, t0, report):
+    """NAME.json and NAME.md (from report(out)) in the results directory;
+    prints the report."""
     out["environment"]["bench_wall_s"] = round(time.monotonic() - t0, 1)
-    with open(os.path.join(a.out, "feedback.json"), "w") as f:
+    with open(os.path.join(a.out, name + ".json"), "w") as f:
         json.dump(out, f, indent=1)
         f.write("\n")
-    md = feedback_report(out)
-    with open(os.path.join(a.out, "feedback.md"), "w") as f:
+    md = report(out)
+    with open(os.path.join(a.out, name + ".md"), "w") as f:
         f.write(md)
     print(md)
     return 0
+
+
+# make bench-probes: prefix_route with and without prefix_route_probe
+# while a share of the load goes straight to the backends, in one sitting:
+# spread over all of them, or all to b1 (clients pinned to one server)
+PROBE_WORKLOADS = ("multi-turn", "shared-prefix", "mooncake")
+PROBE_DIRECT = 0.3
+PROBE_DIRECT_TO = (("spread", 0), ("to b1", 1))
+
+
+def cmd_probes(a):
+    """Issue 12's targets of engine probes: 30% of the load past nginx,
+    a backend restarted, 3 nginx instances; probes.md."""
+    raw_dir = os.path.join(a.out, "raw-probes")
+    os.makedirs(raw_dir, exist_ok=True)
+    procs = Procs()
+    workdir = tempfile.mkdtemp(prefix="prefix-route-probes.")
+    t0 = time.monotonic()
+    global PROBE_INTERVAL_S
+    PROBE_INTERVAL_S = a.probe_interval
+    out = {"environment": environment(a), "direct": PROBE_DIRECT,
+           "probe_interval_s": a.probe_interval,
+           "workloads": {}, "x3": {}, "restart": {}}
+    try:
+        for wl in a.workloads.split(","):
+            spec = WORKLOADS[wl]
+            if spec.get("trace"):
+                if not os.path.exists(a.trace):
+                    print("skip %s: no trace at %s" % (wl, a.trace))
+                    continue
+                spec = dict(spec, gen=spec["gen"] + ["--trace", a.trace])
+            path = generate(wl, spec)
+            bnd = bound(path, BACKENDS)["hit_rate"]
+            out["workloads"][wl] = {"bound": bnd}
+            for how, to in PROBE_DIRECT_TO:
+                rows = {}
+                for b in ("prefix_route", "prefix_route_probe"):
+                    res = run_one(procs, a, workdir,
+                                  "%s-direct%d" % (wl, to), spec, path, b,
+                                  a.port_base, BACKENDS, raw_dir,
+                                  direct=PROBE_DIRECT, direct_to=to)
+                    rows[b] = row_of(res, bnd, None)
+                    print("%s, %d%% direct %s, %s: hit rate %.3f, TTFT "
+                          "p50/p90/p99 %s/%s/%s ms" % (
+                              wl, 100 * PROBE_DIRECT, how, b,
+                              rows[b]["hit_rate"],
+                              fmt(rows[b]["ttft_p50_ms"]),
+                              fmt(rows[b]["ttft_p90_ms"]),
+                              fmt(rows[b]["ttft_p99_ms"])), flush=True)
+                out["workloads"][wl][how] = rows
+            if not a.x3:
+                continue
+            rows = {}
+            for b in ("prefix_route", "prefix_route_x3",
+                      "prefix_route_x3_probe"):
+                res = run_one(procs, a, workdir, wl, spec, path, b,
+                              a.port_base, BACKENDS, raw_dir)
+                rows[b] = row_of(res, bnd, None)
+                print("%s, %s: hit rate %.3f, TTFT p90 %s ms" % (
+                    wl, b, rows[b]["hit_rate"],
+                    fmt(rows[b]["ttft_p90_ms"])), flush=True)
+            out["x3"][wl] = {"bound": bnd, "rows": rows}
+        if a.restart:
+            # one backend restarted at about 40% of the multi-turn run
+            spec = WORKLOADS["multi-turn"]
+            path = generate("multi-turn", spec)
+            out["restart"] = restarts(procs, a, workdir, raw_dir, spec, path,
+                                      ("prefix_route", "prefix_route_probe"),
+                                      bound(path, BACKENDS)["hit_rate"])
+    finally:
+        procs.stop()
+        subprocess.run(["rm", "-rf", workdir])
+    return write_results(a, "probes", out, t0, probes_report)
+
+
+def probes_report(out):
+    """probes.md: the direct-load table, the 3-instance table, the
+    restart, then the targets."""
+    md = ["# Engine probes (make bench-probes)\n\n",
+          "One sitting, nginx with %s workers, 4 simulated backends whose "
+          "`/metrics` nginx reads every %g s of model time "
+          "(`prefix_route_probe`, the interval scaled with the workload). "
+          "Took %.0f s.\n\n"
+          % (out["environment"].get("workers", 2), out["probe_interval_s"],
+             out["environment"]["bench_wall_s"]),
+          "## %d%% of the load straight to the backends\n\n"
+          "A client sends that share of the requests past nginx "
+          "(`loadgen.py --direct`), to a random backend (*spread*) or "
+          "all to b1 (*to b1*, clients pinned to one server); nginx sees "
+          "only its own. TTFT over all requests, model ms.\n\n"
+          % (100 * out["direct"]),
+          "| workload | direct | balancer | hit rate | TTFT p50 | p90 | p99 "
+          "| busy max/mean |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- |\n"]
+    targets = []
+    for wl, w in out["workloads"].items():
+        for how, _ in PROBE_DIRECT_TO:
+            for b, r in w.get(how, {}).items():
+                md.append("| %s | %s | %s | %s | %s | %s | %s | %s |\n" % (
+                    wl, how, b, fmt(r["hit_rate"], "%.3f"),
+                    fmt(r["ttft_p50_ms"]), fmt(r["ttft_p90_ms"]),
+                    fmt(r["ttft_p99_ms"]),
+                    fmt(r["busy_max_over_mean"], "%.2f")))
+            if how not in w:
+                continue
+            p0 = w[how]["prefix_route"]["ttft_p90_ms"]
+            p1 = w[how]["prefix_route_probe"]["ttft_p90_ms"]
+            if p0 and p1:
+                targets.append("- %s, %d%% direct, %s: TTFT p90 with "
+                               "probes %s vs %s ms without (%.2fx): %s\n" % (
+                                   wl, 100 * out["direct"], how, fmt(p1),
+                                   fmt(p0), p1 / p0,
+                                   "lower" if round(p1) < round(p0)
+                                   else "NOT lower"))
+    if out["x3"]:
+        md.append("\n## 3 nginx instances\n\n"
+                  "| workload | balancer | hit rate | / one instance "
+                  "| TTFT p90 |\n| --- | --- | --- | --- | --- |\n")
+    for wl, w in out["x3"].items():
+        one = w["rows"]["prefix_route"]["hit_rate"]
+        for b, r in w["rows"].items():
+            md.append("| %s | %s | %s | %s | %s |\n" % (
+                wl, b, fmt(r["hit_rate"], "%.3f"),
+                fmt(r["hit_rate"] / one if one else None, "%.3f"),
+                fmt(r["ttft_p90_ms"])))
+        x3 = w["rows"]["prefix_route_x3_probe"]["hit_rate"]
+        if one and x3 is not None:
+            targets.append("- %s, 3 instances with probes: %.3f of one "
+                           "instance's hit rate (target 0.95): %s\n" % (
+                               wl, x3 / one,
+                               "met" if x3 / one >= 0.95 else "MISSED"))
+    if out.get("restart"):
+        md.append("\n## One backend restarted mid-run (multi-turn)\n\n"
+                  "b1's cache is wiped and its counters start again (POST "
+                  "/sim/restart) %g s into the run. *Requests to recover*: "
+                  "b1's requests after the restart until the hit rate of "
+                  "its last 20 is back to 90%% of its rate before.\n\n"
+                  "| balancer | hit rate | TTFT p90 | b1 before "
+                  "| requests to recover |\n"
+                  "| --- | --- | --- | --- | --- |\n" % RESTART_AT)
+        for b, r in out["restart"].items():
+            md.append("| %s | %s | %s | %s | %s |\n" % (
+                b, fmt(r["hit_rate"], "%.3f"), fmt(r.get("ttft_p90_ms")),
+                fmt(r["hit_before"], "%.3f"),
+                fmt(r["requests_to_recover"], "%d")))
+    md.append("\n## Targets\n\n")
+    md.extend(targets)
+    return "".join(md)
 
 
 def feedback_report(out):
@@ -1512,6 +1694,21 @@ def main():
     sp.add_argument("--port-base", type=int, default=21000)
     sp.add_argument("--trace", default=MOONCAKE)
 
+    sp = sub.add_parser("probes", help="with and without "
+                                       "prefix_route_probe (make "
+                                       "bench-probes)")
+    common(sp)
+    sp.add_argument("--port-base", type=int, default=21000)
+    sp.add_argument("--trace", default=MOONCAKE)
+    sp.add_argument("--probe-interval", type=float, default=PROBE_INTERVAL_S,
+                    help="prefix_route_probe's interval, seconds of model "
+                         "time")
+    sp.add_argument("--workloads", default=",".join(PROBE_WORKLOADS))
+    sp.add_argument("--x3", action=argparse.BooleanOptionalAction,
+                    default=True, help="the 3-instance runs too")
+    sp.add_argument("--restart", action=argparse.BooleanOptionalAction,
+                    default=True, help="the restart runs too")
+
     sp = sub.add_parser("report", help="bench.md and the plots again from "
                                        "bench.json")
     sp.add_argument("--out", default=RESULTS, help="results directory")
@@ -1535,7 +1732,7 @@ def main():
     try:
         return {"bench": cmd_bench, "demo": cmd_demo, "report": cmd_report,
                 "estimate": cmd_estimate, "hotspot": cmd_hotspot,
-                "feedback": cmd_feedback}[a.cmd](a)
+                "feedback": cmd_feedback, "probes": cmd_probes}[a.cmd](a)
     except (RuntimeError, subprocess.CalledProcessError) as e:
         print("%s: %s" % (a.cmd, e), file=sys.stderr)
         return 1

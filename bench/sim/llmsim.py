@@ -533,6 +533,10 @@ class Engine:
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.finished = 0
+        # the counters at the last POST /sim/restart: the engine's own
+        # counters in /metrics start again from 0 there, as a restarted
+        # process's do (/sim/stats keeps the simulator's totals)
+        self.base = self.counters(zero=True)
         self.aborted = 0
         self.busy = 0.0
         self.steps = 0
@@ -797,10 +801,29 @@ class Engine:
             "evicted_blocks": c.evicted,
         }
 
+    def counters(self, zero=False):
+        """The engine's counters as its /metrics shows them: since its
+        last restart."""
+        now = {"queries": self.queries, "hits": self.hits,
+               "prompt": self.prompt_tokens,
+               "generation": self.generation_tokens,
+               "requests": self.finished}
+        if zero:
+            return now
+        return {k: v - self.base[k] for k, v in now.items()}
+
+    def restart(self):
+        """What a restart does: the cache is forgotten (PrefixCache.wipe)
+        and the engine's counters start again.  Returns the number of
+        cached blocks forgotten."""
+        self.base = self.counters(zero=True)
+        return self.cache.wipe()
+
     def metrics(self):
         a = self.args
         lab = 'engine="0",model_name="%s"' % a.served_model_name[0]
         c = self.cache
+        k = self.counters()
         out = []
 
         def metric(name, mtype, help_, value, labels=lab, suffix=""):
@@ -820,10 +843,10 @@ class Engine:
             for key, value in (("running", self.running),
                                ("waiting", len(self.waiting)),
                                ("kv", c.used() / c.capacity),
-                               ("prompt", self.prompt_tokens),
-                               ("uncached", self.prompt_tokens - self.hits),
-                               ("cached", self.hits),
-                               ("requests", self.finished)):
+                               ("prompt", k["prompt"]),
+                               ("uncached", k["prompt"] - k["hits"]),
+                               ("cached", k["hits"]),
+                               ("requests", k["requests"])):
                 name = names.get(key)
                 if name is not None:
                     metric(name, "gauge" if key in ("running", "waiting",
@@ -843,19 +866,19 @@ class Engine:
                c.used() / c.capacity)
         metric("vllm:prefix_cache_queries", "counter",
                "Prefix cache queries, in terms of number of queried tokens.",
-               self.queries, suffix="_total")
+               k["queries"], suffix="_total")
         metric("vllm:prefix_cache_hits", "counter",
                "Prefix cache hits, in terms of number of cached tokens.",
-               self.hits, suffix="_total")
+               k["hits"], suffix="_total")
         metric("vllm:prompt_tokens", "counter",
                "Number of prefill tokens processed.",
-               self.prompt_tokens, suffix="_total")
+               k["prompt"], suffix="_total")
         metric("vllm:generation_tokens", "counter",
                "Number of generation tokens processed.",
-               self.generation_tokens, suffix="_total")
+               k["generation"], suffix="_total")
         metric("vllm:request_success", "counter",
                "Count of successfully processed requests.",
-               self.finished, labels=lab + ',finished_reason="length"',
+               k["requests"], labels=lab + ',finished_reason="length"',
                suffix="_total")
         for name, h, help_ in (
                 ("vllm:time_to_first_token_seconds", self.ttft,
@@ -1209,11 +1232,12 @@ class HTTP(asyncio.Protocol):
         elif path == "/version":
             self.send(200, json.dumps({"version": "llmsim-" + VERSION}))
         elif path == "/sim/restart":
-            # a restarted engine: its prefix cache is empty, the requests
-            # running go on (their blocks are not found again)
+            # a restarted engine: its prefix cache is empty and its
+            # counters start again, the requests running go on (their
+            # blocks are not found again)
             if method != "POST":
                 raise BadRequest("use POST", 405, "MethodNotAllowed")
-            self.send(200, json.dumps({"forgotten": self.engine.cache.wipe()}))
+            self.send(200, json.dumps({"forgotten": self.engine.restart()}))
         elif path == "/reset_prefix_cache":
             if method != "POST":
                 raise BadRequest("use POST", 405, "MethodNotAllowed")

@@ -1,0 +1,804 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <ngx_event.h>
+#include <ngx_event_connect.h>
+#include <ngx_http.h>
+
+#include "ngx_http_prefix_route.h"
+#include "ngx_http_prefix_route_metrics.h"
+#include "ngx_http_prefix_route_probe.h"
+
+
+/* bytes of the status line and headers at most; longer: not HTTP */
+#define NGX_HTTP_PREFIX_ROUTE_PROBE_HEADERS  16384
+
+/*
+ * Readings the moving average of others' requests follows: a queue seen
+ * once has drained a time to first token later (~100 ms); what other
+ * clients keep sending to a server shows over several readings.
+ */
+#define NGX_HTTP_PREFIX_ROUTE_PROBE_AVERAGE  4
+
+/* the part of a header line kept, enough for the headers read */
+#define NGX_HTTP_PREFIX_ROUTE_PROBE_LINE     64
+
+/* bytes read from the socket at a time, into the prober's buffer */
+#define NGX_HTTP_PREFIX_ROUTE_PROBE_BUF      4096
+
+
+/* what a probe ended with */
+typedef enum {
+    NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED = 0,  /* no 2xx answer */
+    NGX_HTTP_PREFIX_ROUTE_PROBE_ANSWERED,    /* 2xx, the page not read */
+    NGX_HTTP_PREFIX_ROUTE_PROBE_READ         /* 2xx, the gauges read */
+} ngx_http_prefix_route_probe_e;
+
+
+/* where a probe's response is */
+enum {
+    NGX_HTTP_PREFIX_ROUTE_PROBE_STATUS = 0,
+    NGX_HTTP_PREFIX_ROUTE_PROBE_HEADER,
+    NGX_HTTP_PREFIX_ROUTE_PROBE_BODY
+};
+
+
+typedef struct ngx_http_prefix_route_prober_s  ngx_http_prefix_route_prober_t;
+
+
+/* the probe of one server */
+typedef struct {
+    ngx_peer_connection_t               pc;
+    ngx_http_prefix_route_prober_t     *prober;
+    ngx_http_upstream_rr_peer_t        *peer;
+    ngx_http_prefix_route_peer_t       *sp;       /* its record, or NULL */
+    ngx_log_t                           log;      /* names the probe */
+    ngx_str_t                           request;
+
+    size_t                              sent;     /* bytes of request */
+    off_t                               received; /* bytes of response */
+    off_t                               length;   /* of its body, -1: to
+                                                     the connection's end */
+    off_t                               body;     /* bytes of it read */
+    ngx_uint_t                          state;
+    ngx_uint_t                          status;
+    ngx_uint_t                          busy;     /* a probe under way */
+    ngx_uint_t                          warned;   /* a page not read */
+    char                               *unread;   /* why, when it is not */
+
+    size_t                              hlen;
+    u_char                              hline[NGX_HTTP_PREFIX_ROUTE_PROBE_LINE];
+
+    ngx_http_prefix_route_metrics_t     metrics;
+} ngx_http_prefix_route_probe_slot_t;
+
+
+struct ngx_http_prefix_route_prober_s {
+    ngx_event_t                         timer;
+    ngx_connection_t                    dummy;    /* names the timer in
+                                                     debug logs */
+    ngx_http_prefix_route_srv_conf_t   *prcf;
+    ngx_uint_t                          n;
+    ngx_http_prefix_route_probe_slot_t *slots;
+    u_char                             *buf;      /* a read's bytes */
+};
+
+
+static void ngx_http_prefix_route_probe_round(ngx_event_t *ev);
+static void ngx_http_prefix_route_probe_start(
+    ngx_http_prefix_route_probe_slot_t *s);
+static void ngx_http_prefix_route_probe_write(ngx_event_t *wev);
+static void ngx_http_prefix_route_probe_read(ngx_event_t *rev);
+static void ngx_http_prefix_route_probe_idle(ngx_event_t *ev);
+static ngx_int_t ngx_http_prefix_route_probe_parse(
+    ngx_http_prefix_route_probe_slot_t *s, u_char *p, size_t n);
+static ngx_int_t ngx_http_prefix_route_probe_header(
+    ngx_http_prefix_route_probe_slot_t *s);
+static void ngx_http_prefix_route_probe_end(
+    ngx_http_prefix_route_probe_slot_t *s);
+static void ngx_http_prefix_route_probe_finish(
+    ngx_http_prefix_route_probe_slot_t *s, ngx_http_prefix_route_probe_e rc,
+    char *reason);
+static u_char *ngx_http_prefix_route_probe_log(ngx_log_t *log, u_char *buf,
+    size_t len);
+
+
+ngx_int_t
+ngx_http_prefix_route_probe_init(ngx_cycle_t *cycle,
+    ngx_http_prefix_route_srv_conf_t *prcf)
+{
+    u_char                              *p;
+    ngx_uint_t                           b, i, n;
+    ngx_http_upstream_rr_peer_t         *peer;
+    ngx_http_upstream_rr_peers_t        *peers;
+    ngx_http_prefix_route_prober_t      *pr;
+    ngx_http_prefix_route_probe_slot_t  *s;
+
+    n = 0;
+
+    for (peers = prcf->peers; peers != NULL; peers = peers->next) {
+        n += peers->number;
+    }
+
+    pr = ngx_pcalloc(cycle->pool, sizeof(ngx_http_prefix_route_prober_t));
+    if (pr == NULL) {
+        return NGX_ERROR;
+    }
+
+    pr->slots = ngx_pcalloc(cycle->pool,
+                            n * sizeof(ngx_http_prefix_route_probe_slot_t));
+    pr->buf = ngx_palloc(cycle->pool, NGX_HTTP_PREFIX_ROUTE_PROBE_BUF);
+
+    if (pr->slots == NULL || pr->buf == NULL) {
+        return NGX_ERROR;
+    }
+
+    pr->prcf = prcf;
+    pr->n = n;
+
+    s = pr->slots;
+
+    for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
+    {
+        for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+
+            s->prober = pr;
+            s->peer = peer;
+            s->sp = prcf->shared[b][i];
+
+            s->log = *cycle->log;
+            s->log.handler = ngx_http_prefix_route_probe_log;
+            s->log.data = s;
+
+            s->request.len = sizeof("GET  HTTP/1.0" CRLF "Host: " CRLF
+                                    "Accept: text/plain" CRLF CRLF) - 1
+                             + prcf->probe.uri.len + peer->name.len;
+
+            p = ngx_pnalloc(cycle->pool, s->request.len);
+            if (p == NULL) {
+                return NGX_ERROR;
+            }
+
+            s->request.data = p;
+
+            (void) ngx_sprintf(p, "GET %V HTTP/1.0" CRLF "Host: %V" CRLF
+                                  "Accept: text/plain" CRLF CRLF,
+                               &prcf->probe.uri, &peer->name);
+
+            s++;
+        }
+    }
+
+    pr->dummy.fd = (ngx_socket_t) -1;
+    pr->dummy.data = pr;
+
+    pr->timer.handler = ngx_http_prefix_route_probe_round;
+    pr->timer.log = cycle->log;
+    pr->timer.data = &pr->dummy;
+    pr->timer.cancelable = 1;
+
+    ngx_add_timer(&pr->timer, 1);
+
+    return NGX_OK;
+}
+
+
+ngx_uint_t
+ngx_http_prefix_route_probe_foreign(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_prefix_route_peer_t *sp, ngx_uint_t *waiting,
+    ngx_uint_t *running)
+{
+    ngx_http_prefix_route_probe_t  *pb;
+
+    pb = &sp->probe;
+
+    *waiting = 0;
+    *running = 0;
+
+    if (!prcf->probe.interval
+        || !pb->has_reading
+        || (ngx_msec_int_t) (ngx_current_msec - pb->read)
+           > (ngx_msec_int_t) (2 * prcf->probe.interval))
+    {
+        return 0;
+    }
+
+    *waiting = (ngx_uint_t) (pb->others_waiting + 0.5);
+    *running = (ngx_uint_t) (pb->others_running + 0.5);
+
+    return 1;
+}
+
+
+/*
+ * The prober's timer, every quarter interval in each worker: the first
+ * worker to find the round due in the zone takes it.
+ */
+
+static void
+ngx_http_prefix_route_probe_round(ngx_event_t *ev)
+{
+    ngx_uint_t                         i, due;
+    ngx_msec_t                         now;
+    ngx_connection_t                  *c;
+    ngx_http_prefix_route_sh_t        *sh;
+    ngx_http_prefix_route_prober_t    *pr;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    if (ngx_exiting || ngx_quit || ngx_terminate) {
+        return;
+    }
+
+    c = ev->data;
+    pr = c->data;
+    prcf = pr->prcf;
+    sh = prcf->index.sh;
+    now = ngx_current_msec;
+
+    ngx_shmtx_lock(&prcf->index.shpool->mutex);
+
+    /*
+     * a due time further away than the interval was set by another
+     * configuration of the zone, before a reload
+     */
+
+    due = (ngx_msec_int_t) (now - sh->probe_due) >= 0
+          || (ngx_msec_int_t) (sh->probe_due - now)
+             > (ngx_msec_int_t) prcf->probe.interval;
+
+    if (due) {
+        sh->probe_due = now + prcf->probe.interval;
+    }
+
+    ngx_shmtx_unlock(&prcf->index.shpool->mutex);
+
+    if (due) {
+        for (i = 0; i < pr->n; i++) {
+            if (!pr->slots[i].busy) {
+                ngx_http_prefix_route_probe_start(&pr->slots[i]);
+            }
+        }
+    }
+
+    ngx_add_timer(ev, ngx_max(prcf->probe.interval / 4, 1));
+}
+
+
+static void
+ngx_http_prefix_route_probe_start(ngx_http_prefix_route_probe_slot_t *s)
+{
+    ngx_int_t          rc;
+    ngx_connection_t  *c;
+
+    ngx_memzero(&s->pc, sizeof(ngx_peer_connection_t));
+
+    s->pc.sockaddr = s->peer->sockaddr;
+    s->pc.socklen = s->peer->socklen;
+    s->pc.name = &s->peer->name;
+    s->pc.get = ngx_event_get_peer;
+    s->pc.log = &s->log;
+    s->pc.log_error = NGX_ERROR_INFO;
+
+    s->sent = 0;
+    s->received = 0;
+    s->length = -1;
+    s->body = 0;
+    s->state = NGX_HTTP_PREFIX_ROUTE_PROBE_STATUS;
+    s->status = 0;
+    s->unread = NULL;
+    s->hlen = 0;
+    ngx_http_prefix_route_metrics_init(&s->metrics);
+
+    rc = ngx_event_connect_peer(&s->pc);
+
+    if (rc == NGX_ERROR || rc == NGX_BUSY || rc == NGX_DECLINED) {
+        ngx_http_prefix_route_probe_finish(s,
+                                           NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED,
+                                           "no connection");
+        return;
+    }
+
+    s->busy = 1;
+
+    c = s->pc.connection;
+    c->data = s;
+    c->read->handler = ngx_http_prefix_route_probe_read;
+    c->write->handler = ngx_http_prefix_route_probe_write;
+
+    /* one deadline for the whole probe: connect, send, read */
+    ngx_add_timer(c->read, s->prober->prcf->probe.timeout);
+
+    if (rc == NGX_OK) {
+        ngx_http_prefix_route_probe_write(c->write);
+    }
+}
+
+
+static void
+ngx_http_prefix_route_probe_write(ngx_event_t *wev)
+{
+    int                                  err;
+    ssize_t                              n;
+    socklen_t                            len;
+    ngx_connection_t                    *c;
+    ngx_http_prefix_route_probe_slot_t  *s;
+
+    c = wev->data;
+    s = c->data;
+
+    if (s->sent == 0) {
+        err = 0;
+        len = sizeof(int);
+
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, (void *) &err, &len)
+            == -1)
+        {
+            err = ngx_socket_errno;
+        }
+
+        if (err) {
+            (void) ngx_connection_error(c, err, "connect() failed");
+            ngx_http_prefix_route_probe_finish(s,
+                                           NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED,
+                                           "no connection");
+            return;
+        }
+    }
+
+    while (s->sent < s->request.len) {
+
+        n = c->send(c, s->request.data + s->sent, s->request.len - s->sent);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_write_event(wev, 0) != NGX_OK) {
+                break;
+            }
+
+            return;
+        }
+
+        if (n <= 0) {
+            break;
+        }
+
+        s->sent += n;
+    }
+
+    if (s->sent < s->request.len) {
+        ngx_http_prefix_route_probe_finish(s,
+                                           NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED,
+                                           "the request could not be sent");
+        return;
+    }
+
+    wev->handler = ngx_http_prefix_route_probe_idle;
+
+    if (c->read->ready) {
+        ngx_http_prefix_route_probe_read(c->read);
+    }
+}
+
+
+static void
+ngx_http_prefix_route_probe_read(ngx_event_t *rev)
+{
+    ssize_t                              n;
+    ngx_int_t                            rc;
+    ngx_connection_t                    *c;
+    ngx_http_prefix_route_probe_slot_t  *s;
+
+    c = rev->data;
+    s = c->data;
+
+    if (rev->timedout) {
+        ngx_http_prefix_route_probe_finish(s,
+                                           NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED,
+                                           "timed out");
+        return;
+    }
+
+    if (s->sent < s->request.len) {
+        /* an error of the connect() under way comes as a read event too */
+        ngx_http_prefix_route_probe_write(c->write);
+        return;
+    }
+
+    for ( ;; ) {
+        n = c->recv(c, s->prober->buf, NGX_HTTP_PREFIX_ROUTE_PROBE_BUF);
+
+        if (n == NGX_AGAIN) {
+            if (ngx_handle_read_event(rev, 0) != NGX_OK) {
+                ngx_http_prefix_route_probe_finish(s,
+                                           NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED,
+                                           "no read event");
+            }
+
+            return;
+        }
+
+        if (n == NGX_ERROR) {
+            ngx_http_prefix_route_probe_finish(s,
+                                           NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED,
+                                           "connection error");
+            return;
+        }
+
+        if (n == 0) {
+            ngx_http_prefix_route_probe_end(s);
+            return;
+        }
+
+        rc = ngx_http_prefix_route_probe_parse(s, s->prober->buf, n);
+
+        if (rc == NGX_ERROR) {
+            ngx_http_prefix_route_probe_finish(s,
+                                           NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED,
+                                           s->unread);
+            return;
+        }
+
+        if (rc == NGX_OK) {
+            ngx_http_prefix_route_probe_end(s);
+            return;
+        }
+    }
+}
+
+
+static void
+ngx_http_prefix_route_probe_idle(ngx_event_t *ev)
+{
+    return;
+}
+
+
+/*
+ * Reads n bytes of the response.  Returns NGX_AGAIN for more, NGX_OK when
+ * nothing more is to be read (the body's length is reached, or max_size:
+ * s->unread says so), or NGX_ERROR with the reason in s->unread.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_probe_parse(ngx_http_prefix_route_probe_slot_t *s,
+    u_char *p, size_t n)
+{
+    u_char  *last;
+    size_t   size;
+
+    last = p + n;
+
+    if (s->received + (off_t) n > (off_t) s->prober->prcf->probe.max_size) {
+        last = p + (s->prober->prcf->probe.max_size - s->received);
+        s->unread = "the page is longer than max_size";
+    }
+
+    s->received += last - p;
+
+    while (p < last && s->state != NGX_HTTP_PREFIX_ROUTE_PROBE_BODY) {
+
+        if (*p != '\n') {
+            if (s->hlen < NGX_HTTP_PREFIX_ROUTE_PROBE_LINE) {
+                s->hline[s->hlen++] = *p;
+            }
+
+            p++;
+
+            if (s->received - (last - p) > NGX_HTTP_PREFIX_ROUTE_PROBE_HEADERS)
+            {
+                s->unread = "not an HTTP response";
+                return NGX_ERROR;
+            }
+
+            continue;
+        }
+
+        p++;
+
+        if (s->hlen && s->hline[s->hlen - 1] == '\r') {
+            s->hlen--;
+        }
+
+        if (ngx_http_prefix_route_probe_header(s) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        s->hlen = 0;
+    }
+
+    if (s->state == NGX_HTTP_PREFIX_ROUTE_PROBE_BODY && p < last) {
+        size = last - p;
+
+        if (s->length >= 0) {
+            size = (size_t) ngx_min((off_t) size, s->length - s->body);
+        }
+
+        ngx_http_prefix_route_metrics_feed(&s->metrics, p, size);
+        s->body += size;
+
+        if (s->length >= 0 && s->body >= s->length) {
+            return NGX_OK;
+        }
+    }
+
+    return s->unread ? NGX_OK : NGX_AGAIN;
+}
+
+
+/*
+ * The line in s->hline: the status line, a header, or the empty line
+ * before the body.  Returns NGX_OK, or NGX_ERROR with the reason in
+ * s->unread.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_probe_header(ngx_http_prefix_route_probe_slot_t *s)
+{
+    u_char     *p, *last;
+    ngx_int_t   n;
+
+    static u_char  length[] = "content-length:";
+    static u_char  encoding[] = "transfer-encoding:";
+
+    p = s->hline;
+    last = s->hline + s->hlen;
+
+    if (s->state == NGX_HTTP_PREFIX_ROUTE_PROBE_STATUS) {
+
+        /* "HTTP/1.x NNN ..." */
+
+        if (s->hlen < 12
+            || ngx_strncmp(p, "HTTP/1.", 7) != 0
+            || p[8] != ' '
+            || (n = ngx_atoi(p + 9, 3)) == NGX_ERROR
+            || (s->hlen > 12 && p[12] != ' '))
+        {
+            s->unread = "not an HTTP response";
+            return NGX_ERROR;
+        }
+
+        s->status = n;
+
+        if (n < 200 || n > 299) {
+            s->unread = "answered with a status other than 2xx";
+            return NGX_ERROR;
+        }
+
+        s->state = NGX_HTTP_PREFIX_ROUTE_PROBE_HEADER;
+        return NGX_OK;
+    }
+
+    if (s->hlen == 0) {
+        s->state = NGX_HTTP_PREFIX_ROUTE_PROBE_BODY;
+        return NGX_OK;
+    }
+
+    if (s->hlen > sizeof(length) - 1
+        && ngx_strncasecmp(p, length, sizeof(length) - 1) == 0)
+    {
+        for (p += sizeof(length) - 1; p < last && *p == ' '; p++) {
+            /* void */
+        }
+
+        s->length = ngx_atoof(p, last - p);
+
+        if (s->length == NGX_ERROR) {
+            s->unread = "its Content-Length is not a number";
+            return NGX_ERROR;
+        }
+
+    } else if (s->hlen > sizeof(encoding) - 1
+               && ngx_strncasecmp(p, encoding, sizeof(encoding) - 1) == 0
+               && ngx_strlcasestrn(p, last, (u_char *) "chunked", 7 - 1)
+                  != NULL)
+    {
+        /* not asked for by HTTP/1.0; the server is up all the same */
+        s->unread = "the page is chunked";
+    }
+
+    return NGX_OK;
+}
+
+
+/* the server closed the connection, or no more of it is to be read */
+
+static void
+ngx_http_prefix_route_probe_end(ngx_http_prefix_route_probe_slot_t *s)
+{
+    if (s->state != NGX_HTTP_PREFIX_ROUTE_PROBE_BODY) {
+        ngx_http_prefix_route_probe_finish(s,
+                                           NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED,
+                                           s->unread ? s->unread
+                                           : "closed before the answer "
+                                             "ended");
+        return;
+    }
+
+    if (s->unread == NULL && s->length >= 0 && s->body < s->length) {
+        s->unread = "the page is cut short";
+    }
+
+    if (s->unread == NULL
+        && ngx_http_prefix_route_metrics_done(&s->metrics) != NGX_OK)
+    {
+        s->unread = "the page has no queue and running gauges of a known "
+                    "engine";
+    }
+
+    ngx_http_prefix_route_probe_finish(s,
+                                       s->unread
+                                       ? NGX_HTTP_PREFIX_ROUTE_PROBE_ANSWERED
+                                       : NGX_HTTP_PREFIX_ROUTE_PROBE_READ,
+                                       s->unread);
+}
+
+
+/*
+ * Closes the probe's connection and keeps what it found in the server's
+ * record; logs a server passed over or back (warn, notice), a restart
+ * (notice), a page that cannot be read (warn, once until one is read) and
+ * each failure (info).
+ */
+
+static void
+ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
+    ngx_http_prefix_route_probe_e rc, char *reason)
+{
+    double                              served;
+    uint32_t                            stamp;
+    ngx_uint_t                          down, up, restarted, dropped;
+    ngx_uint_t                          all, own, waiting;
+    ngx_http_prefix_route_probe_t      *pb;
+    ngx_http_prefix_route_peer_t       *sp;
+    ngx_http_prefix_route_index_t      *idx;
+    ngx_http_prefix_route_metrics_t    *m;
+    ngx_http_prefix_route_srv_conf_t   *prcf;
+
+    if (s->pc.connection) {
+        ngx_close_connection(s->pc.connection);
+        s->pc.connection = NULL;
+    }
+
+    s->busy = 0;
+
+    prcf = s->prober->prcf;
+    idx = &prcf->index;
+    sp = s->sp;
+    m = &s->metrics;
+
+    if (sp == NULL) {
+        /* the zone had no room for the server: nothing to keep */
+        return;
+    }
+
+    pb = &sp->probe;
+    down = 0;
+    up = 0;
+    restarted = 0;
+    dropped = 0;
+    served = 0;
+
+    ngx_shmtx_lock(&idx->shpool->mutex);
+
+    if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED) {
+        pb->failures++;
+        pb->fails++;
+
+        if (pb->fails >= prcf->probe.fails && !pb->down) {
+            pb->down = 1;
+            down = 1;
+        }
+
+    } else {
+        up = pb->down;
+        pb->down = 0;
+        pb->fails = 0;
+    }
+
+    if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_READ) {
+
+        if (m->has_served) {
+            if (pb->has_served && m->served < pb->served) {
+                /*
+                 * the engine restarted with an empty cache: every block
+                 * recorded until now goes, a second's margin for the
+                 * clocks of other workers
+                 */
+                stamp = (uint32_t) (ngx_current_msec + 1000);
+                dropped = ngx_http_prefix_route_index_trim(idx, sp, 0,
+                                                           &stamp);
+                pb->restarts++;
+                restarted = 1;
+                served = pb->served;
+            }
+
+            pb->served = m->served;
+            pb->has_served = 1;
+        }
+
+        /*
+         * the engine's requests beyond the zone's in flight there are
+         * other clients'; the zone's not answering yet are queued or in
+         * prefill, which the engine counts as running: the waiting beyond
+         * them are surely others' queued
+         */
+
+        all = (ngx_uint_t) m->waiting + (ngx_uint_t) m->running;
+        own = ngx_min(sp->load.inflight, all);
+        waiting = (ngx_uint_t) m->waiting > sp->load.waiting
+                  ? (ngx_uint_t) m->waiting - sp->load.waiting : 0;
+        waiting = ngx_min(waiting, all - own);
+
+        if (!pb->has_reading) {
+            pb->others_waiting = waiting;
+            pb->others_running = all - own - waiting;
+
+        } else {
+            pb->others_waiting += (waiting - pb->others_waiting)
+                                  / NGX_HTTP_PREFIX_ROUTE_PROBE_AVERAGE;
+            pb->others_running += (all - own - waiting - pb->others_running)
+                                  / NGX_HTTP_PREFIX_ROUTE_PROBE_AVERAGE;
+        }
+
+        pb->waiting = (ngx_uint_t) m->waiting;
+        pb->running = (ngx_uint_t) m->running;
+        pb->kv = (ngx_uint_t) (m->kv * 1000 + 0.5);
+        pb->has_kv = m->has_kv;
+        pb->read = ngx_current_msec;
+        pb->has_reading = 1;
+    }
+
+    ngx_shmtx_unlock(&idx->shpool->mutex);
+
+    if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED) {
+        ngx_log_error(NGX_LOG_INFO, &s->log, 0,
+                      "prefix_route: probe failed: %s", reason);
+    }
+
+    if (down) {
+        ngx_log_error(NGX_LOG_WARN, &s->log, 0,
+                      "prefix_route: %ui probes failed in a row (%s), the "
+                      "server is passed over until one is answered",
+                      prcf->probe.fails, reason);
+    }
+
+    if (up) {
+        ngx_log_error(NGX_LOG_NOTICE, &s->log, 0,
+                      "prefix_route: the probe is answered again, the "
+                      "server is balanced again");
+    }
+
+    if (restarted) {
+        ngx_log_error(NGX_LOG_NOTICE, &s->log, 0,
+                      "prefix_route: the engine restarted (its counter "
+                      "fell from %uL to %uL), the index forgot %ui of its "
+                      "blocks", (uint64_t) served, (uint64_t) m->served,
+                      dropped);
+    }
+
+    if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_ANSWERED && !s->warned) {
+        s->warned = 1;
+        ngx_log_error(NGX_LOG_WARN, &s->log, 0,
+                      "prefix_route: the metrics page is not read: %s; the "
+                      "server is balanced by the zone's own load figures",
+                      reason);
+    }
+
+    if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_READ) {
+        s->warned = 0;
+    }
+}
+
+
+static u_char *
+ngx_http_prefix_route_probe_log(ngx_log_t *log, u_char *buf, size_t len)
+{
+    ngx_http_prefix_route_probe_slot_t  *s = log->data;
+
+    return ngx_snprintf(buf, len, " while probing server %V at \"%V\"",
+                        &s->peer->name, &s->prober->prcf->probe.uri);
+}

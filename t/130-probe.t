@@ -1,0 +1,276 @@
+# Engine probes (prefix_route_probe): the engines' metrics pages are read on
+# a timer, never on a request.  Their queue and running gauges reach the
+# status and the cost model; a server whose probes fail "fails" times in a
+# row is passed over, by the cost model and by round robin, until a probe is
+# answered again; a counter that falls (a restarted engine) makes the index
+# forget the server's blocks; a page that hangs, is garbage or is huge
+# leaves the worker serving and the index as it was.
+#
+# The backends are nginx servers that answer /metrics with a fixed page,
+# and anything else with their name.  A page may depend on a flag file
+# that the test sets with "PUT /state/<flag>" and clears with "DELETE"
+# (WebDAV, in the server that proxies).  Every block's upstream is
+# "llm", prefix_route zone=llm:1m with "prefix_route_probe interval=100ms
+# timeout=300ms fails=2" unless the block says otherwise; GET /sleep waits
+# 0.5 s, some rounds of probes; GET /log returns error.log, whose lines the
+# blocks look for in a last request.
+use Test::Nginx::Socket 'no_plan';
+use FindBin;
+use lib $FindBin::Bin;
+use PrefixRoute qw(:DEFAULT chat sys user text);
+
+# upstream llm over the servers given, with "prefix_route_probe $probe"
+sub probed {
+    my ($probe, @servers) = @_;
+    my $u = ::upstream(@servers);
+    $u =~ s/(    prefix_route [^\n]*\n)/$1    prefix_route_probe $probe;\n/;
+    return $u;
+}
+
+our $Probe = "interval=100ms timeout=300ms fails=2";
+
+# backend $n, whose /metrics location holds $metrics (nginx directives)
+sub engine {
+    my ($n, $metrics) = @_;
+    return "server {\n    listen " . ::addr($n) . ";\n"
+         . "    location = /metrics {\n        $metrics\n    }\n"
+         . "    location / { return 200 \"b$n\\n\"; }\n}\n";
+}
+
+# a page of vLLM's gauges
+sub vllm {
+    my ($waiting, $running, $kv, $served) = @_;
+    return "return 200 \"# TYPE vllm:num_requests_waiting gauge\\n"
+         . "vllm:num_requests_waiting{model_name=\\\"m\\\"} $waiting\\n"
+         . "vllm:num_requests_running{model_name=\\\"m\\\"} $running\\n"
+         . "vllm:kv_cache_usage_perc{model_name=\\\"m\\\"} $kv\\n"
+         . "vllm:prompt_tokens_total{model_name=\\\"m\\\"} $served\\n\";";
+}
+
+our $Config = ::proxy() . <<'_EOC_';
+location = /status {
+    prefix_route_status;
+}
+location = /sleep {
+    echo_sleep 0.5;
+    echo ok;
+}
+location /state/ {
+    dav_methods PUT DELETE;
+    create_full_put_path on;
+}
+location = /log {
+    alias logs/error.log;
+}
+_EOC_
+
+# a prompt of about 1 KB, tagged $tag
+sub ask {
+    my $tag = shift;
+    return chat([sys(text("sys $tag", 900)), user(text($tag, 100))]);
+}
+
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(main_config => $LoadModule . $LoadEcho) unless defined $block->main_config;
+    $block->set_value(config => $Config) unless defined $block->config;
+    $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
+    return $block;
+});
+
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: the engines' gauges reach the status, in JSON and Prometheus, by each engine's names
+b1 is vLLM, b2 SGLang, b3 TGI (no KV gauge), b4 llama.cpp.
+--- http_config eval
+::probed($::Probe, 1 .. 4)
+. ::engine(1, ::vllm(5, 2, 0.25, 100))
+. ::engine(2, 'return 200 "sglang:num_queue_reqs{model_name=\"m\"} 3.0\nsglang:num_running_reqs{model_name=\"m\"} 4.0\nsglang:token_usage{model_name=\"m\"} 0.5\n";')
+. ::engine(3, 'return 200 "tgi_queue_size 1\ntgi_batch_current_size 6\ntgi_request_count 9\n";')
+. ::engine(4, 'return 200 "llamacpp:requests_processing 1\nllamacpp:requests_deferred 0\nllamacpp:prompt_tokens_total 77\n";')
+--- request eval
+["GET /sleep", "GET /status", "GET /status?format=prometheus"]
+--- response_body_like eval
+["ok",
+ qr/"name":"127\.0\.0\.1:\d+","state":"up",[^{}]*"probe_failures":0,"probe_restarts":0,"engine":\{"waiting":5,"running":2,"age_ms":\d+,"kv_cache_usage":0\.250\}\}.*"engine":\{"waiting":3,"running":4,"age_ms":\d+,"kv_cache_usage":0\.500\}\}.*"engine":\{"waiting":1,"running":6,"age_ms":\d+\}\}.*"engine":\{"waiting":0,"running":1,"age_ms":\d+\}\}/s,
+ qr/nginx_prefix_route_peer_engine_waiting_requests\{upstream="llm",peer="127\.0\.0\.1:\d+"\} 5\n.*nginx_prefix_route_peer_engine_kv_cache_usage_ratio\{upstream="llm",peer="127\.0\.0\.1:\d+"\} 0\.250\n/s]
+
+
+
+=== TEST 2: without prefix_route_probe the status has no engine figures and no request asks for /metrics
+--- http_config eval
+::upstream(1, 2) . ::engine(1, ::vllm(5, 2, 0.25, 100)) . ::engine(2, ::vllm(0, 0, 0, 1))
+--- request eval
+["GET /sleep", "GET /status"]
+--- response_body_like eval
+["ok", qr/\A(?!.*"engine").*"probe_failures":0.*\z/s]
+
+
+
+=== TEST 3: a server whose probes fail is passed over, by the cost model and by round robin, and the status says "unhealthy"
+b2's page answers 503.  Of 6 new prompts and 3 bodies that cannot be read
+(balanced by round robin), none goes to b2.
+--- http_config eval
+::probed($::Probe, 1, 2) . ::engine(1, ::vllm(0, 0, 0, 1)) . ::engine(2, 'return 503;')
+--- request eval
+["GET /sleep", (map { ::ask("p$_") } 1 .. 6),
+ ("POST /v1/chat/completions\nnot json") x 3, "GET /status", "GET /log"]
+--- response_body_like eval
+["ok", ("^b1\n\\z") x 9,
+ qr/"state":"up".*"state":"unhealthy","inflight":0,[^{}]*"probe_failures":[1-9]\d*,/s,
+ qr/\[warn\] .*prefix_route: 2 probes failed in a row \(answered with a status other than 2xx\), the server is passed over until one is answered while probing server 127\.0\.0\.1:\d+ at "\/metrics"/]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 4: when the probes fail on every server, none is passed over
+Both servers get some of 8 new prompts.
+--- http_config eval
+::probed($::Probe, 1, 2) . ::engine(1, 'return 503;') . ::engine(2, 'return 503;')
+--- request eval
+["GET /sleep", (map { ::ask("p$_") } 1 .. 8), "GET /status"]
+--- response_body_like eval
+["ok", ("^b[12]\n\\z") x 8,
+ qr/"state":"unhealthy","inflight":0,"queued_bytes":0,"blocks":\d+,"requests":[1-9]\d*,.*"state":"unhealthy","inflight":0,"queued_bytes":0,"blocks":\d+,"requests":[1-9]\d*,/s]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 5: a server is balanced again once its probe is answered
+b2's page answers 503 while the flag "down" is set.
+--- http_config eval
+::probed($::Probe, 1, 2) . ::engine(1, ::vllm(0, 0, 0, 1))
+. ::engine(2, 'root html; if (-f $document_root/state/down) { return 503; } ' . ::vllm(0, 0, 0, 1))
+--- request eval
+["PUT /state/down\nx", "GET /sleep", (map { ::ask("p$_") } 1 .. 4), "GET /status",
+ "DELETE /state/down", "GET /sleep", "GET /status", (map { ::ask("q$_") } 1 .. 8),
+ "GET /log"]
+--- error_code eval
+[201, (200) x 6, 204, (200) x 11]
+--- response_body_like eval
+["", "ok", ("^b1\n\\z") x 4, qr/"state":"unhealthy"/, "", "ok",
+ qr/\A(?!.*unhealthy).*"state":"up".*"state":"up"/s, ("^b[12]\n\\z") x 8,
+ qr/\[warn\] .*2 probes failed in a row.*\[notice\] .*prefix_route: the probe is answered again, the server is balanced again while probing server/s]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 6: others' queue on a server, by its gauges, sends new prompts elsewhere
+b1 reports 50 requests waiting that no request of this nginx sent; b2 none.
+--- http_config eval
+::probed($::Probe, 1, 2) . ::engine(1, ::vllm(50, 8, 0.9, 1)) . ::engine(2, ::vllm(0, 0, 0.1, 1))
+--- request eval
+["GET /sleep", (map { ::ask("p$_") } 1 .. 8)]
+--- response_body_like eval
+["ok", ("^b2\n\\z") x 8]
+
+
+
+=== TEST 7: an engine whose counter falls has restarted: the index forgets its blocks
+b1's prompt counter reads 1000, then 5 once the flag "restarted" is set:
+the prompt held before is a MISS again.
+--- http_config eval
+::probed($::Probe, 1)
+. ::engine(1, 'root html; if (-f $document_root/state/restarted) { ' . ::vllm(0, 0, 0, 5) . ' } ' . ::vllm(0, 0, 0, 1000))
+--- request eval
+["GET /sleep", ::ask("a"), ::ask("a"), "PUT /state/restarted\nx",
+ "GET /sleep", ::ask("a"), ::ask("a"), "GET /status", "GET /log"]
+--- error_code eval
+[200, 200, 200, 201, (200) x 5]
+--- response_headers_like eval
+["", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+", "", "",
+ "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+", "", ""]
+--- response_body_like eval
+["ok", ("^b1\n\\z") x 2, "", "ok", ("^b1\n\\z") x 2, qr/"probe_restarts":1,/,
+ qr/\[notice\] .*prefix_route: the engine restarted \(its counter fell from 1000 to 5\), the index forgot [1-9]\d* of its blocks/]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 8: a page that hangs fails after the timeout, while the worker goes on serving
+b1's page never comes within the timeout; requests go on being answered
+at once, and b1 is then passed over.
+--- http_config eval
+::probed($::Probe, 1, 2) . ::engine(1, 'echo_sleep 10; echo late;') . ::engine(2, ::vllm(0, 0, 0, 1))
+--- request eval
+[(map { ::ask("p$_") } 1 .. 3), "GET /sleep", "GET /sleep", (map { ::ask("q$_") } 1 .. 4), "GET /status",
+ "GET /log"]
+--- response_body_like eval
+[("^b[12]\n\\z") x 3, "ok", "ok", ("^b2\n\\z") x 4, qr/"state":"unhealthy"/,
+ qr/\[info\] .*prefix_route: probe failed: timed out while probing server/]
+--- no_error_log
+[alert]
+[crit]
+--- timeout: 5
+
+
+
+=== TEST 9: garbage and an HTML page are answers, not readings: the server stays up, balanced by the zone's own figures
+--- http_config eval
+::probed($::Probe, 1, 2)
+. ::engine(1, 'return 200 "\x01\x02 garbage {{{ }}}\nvllm:num_requests_running NaN\n";')
+. ::engine(2, 'default_type text/html; return 200 "<html><body>metrics</body></html>";')
+--- request eval
+["GET /sleep", (map { ::ask("p$_") } 1 .. 8), "GET /status", "GET /log"]
+--- response_body_like eval
+["ok", ("^b[12]\n\\z") x 8,
+ qr/\A(?!.*("engine"|unhealthy))(.*"state":"up","inflight":0,"queued_bytes":0,"blocks":\d+,"requests":[1-9]\d*,[^{}]*"probe_failures":0,){2}/s,
+ qr/\[warn\] .*prefix_route: the metrics page is not read: the page has no queue and running gauges of a known engine; the server is balanced by the zone's own load figures while probing server/]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 10: a 10 MB page is read no further than max_size; the worker goes on serving
+--- http_config eval
+::probed("$::Probe max_size=64k", 1, 2)
+. ::engine(1, 'echo_duplicate 1048576 "vllm:num_requests_running 1\n";')
+. ::engine(2, ::vllm(0, 0, 0, 1))
+--- request eval
+["GET /sleep", (map { ::ask("p$_") } 1 .. 4), "GET /status", "GET /log"]
+--- response_body_like eval
+["ok", ("^b[12]\n\\z") x 4, qr/\A(?!.*unhealthy)(?:(?!"engine").)*"probe_restarts":0\}.*"engine":\{"waiting":0,"running":0,/s,
+ qr/\[warn\] .*prefix_route: the metrics page is not read: the page is longer than max_size/]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 11: a server that closes the connection without an answer fails its probe
+--- http_config eval
+::probed($::Probe, 1, 2) . ::engine(1, 'return 444;') . ::engine(2, ::vllm(0, 0, 0, 1))
+--- request eval
+["GET /sleep", (map { ::ask("p$_") } 1 .. 4), "GET /status", "GET /log"]
+--- response_body_like eval
+["ok", ("^b2\n\\z") x 4, qr/"state":"unhealthy"/,
+ qr/prefix_route: probe failed: closed before the answer ended while probing server/]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 12: a server that refuses connections fails its probe and is passed over
+--- http_config eval
+::probed($::Probe, 1, 2) . ::engine(1, ::vllm(0, 0, 0, 1))
+--- request eval
+["GET /sleep", (map { ::ask("p$_") } 1 .. 4), "GET /status", "GET /log"]
+--- response_body_like eval
+["ok", ("^b1\n\\z") x 4, qr/"state":"up".*"state":"unhealthy"/s,
+ qr/prefix_route: 2 probes failed in a row \(no connection\)/]
+--- no_error_log
+[alert]
+[crit]
