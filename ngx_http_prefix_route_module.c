@@ -2191,7 +2191,7 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 /*
  * prefix_route_probe [uri=/metrics] [interval=1s] [timeout=2s] [fails=3]
- *                    [max_size=1m];
+ *                    [max_size=1m] [load=on|off];
  *
  * interval and timeout are times (ms, s), max_size is bytes of response;
  * defaults and the engines' metric names are in docs/reference.md.
@@ -2219,6 +2219,7 @@ ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     pc->timeout = 2000;
     pc->fails = 3;
     pc->max_size = 1024 * 1024;
+    pc->load = 1;
 
     value = cf->args->elts;
 
@@ -2299,6 +2300,23 @@ ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
             pc->max_size = size;
             continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "load=on") == 0) {
+            pc->load = 1;
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "load=off") == 0) {
+            pc->load = 0;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "load=", 5) == 0) {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "invalid load \"%V\", it must be \"on\" "
+                               "or \"off\"", &value[i]);
+            return NGX_CONF_ERROR;
         }
 
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,

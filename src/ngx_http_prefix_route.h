@@ -42,6 +42,8 @@ typedef struct {
     ngx_msec_t                          timeout;     /* ms */
     ngx_uint_t                          fails;       /* in a row: down */
     size_t                              max_size;    /* bytes of response */
+    ngx_uint_t                          load;        /* load=on: others'
+                                                        requests count */
 } ngx_http_prefix_route_probe_conf_t;
 
 

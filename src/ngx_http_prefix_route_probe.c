@@ -201,6 +201,7 @@ ngx_http_prefix_route_probe_foreign(ngx_http_prefix_route_srv_conf_t *prcf,
     *running = 0;
 
     if (!prcf->probe.interval
+        || !prcf->probe.load
         || !pb->has_reading
         || (ngx_msec_int_t) (ngx_current_msec - pb->read)
            > (ngx_msec_int_t) (2 * prcf->probe.interval))

@@ -50,7 +50,7 @@ ngx_int_t ngx_http_prefix_route_probe_init(ngx_cycle_t *cycle,
  * its last readings (NGX_HTTP_PREFIX_ROUTE_PROBE_AVERAGE), when the last
  * is fresh (read less than two intervals ago): *waiting queued, *running
  * in the running batch.  Returns 1, or 0 with both 0 when there is no
- * fresh reading.  The caller holds the zone mutex.
+ * fresh reading or with load=off.  The caller holds the zone mutex.
  */
 ngx_uint_t ngx_http_prefix_route_probe_foreign(
     ngx_http_prefix_route_srv_conf_t *prcf, ngx_http_prefix_route_peer_t *sp,

@@ -622,10 +622,21 @@ invalid parameter "every=1s"
 
 
 
-=== TEST 53: prefix_route_probe with all its parameters passes "nginx -t"
+=== TEST 53: prefix_route_probe's load is on or off
 --- http_config eval
 my $u = ::upstream(1);
-$u =~ s/(prefix_route [^\n]*\n)/$1    prefix_route_probe uri=\/v1\/metrics interval=2s timeout=500ms fails=5 max_size=4m;\n/;
+$u =~ s/(prefix_route [^\n]*\n)/$1    prefix_route_probe load=yes;\n/;
+$u
+--- must_die
+--- error_log
+invalid load "load=yes", it must be "on" or "off"
+
+
+
+=== TEST 54: prefix_route_probe with all its parameters passes "nginx -t"
+--- http_config eval
+my $u = ::upstream(1);
+$u =~ s/(prefix_route [^\n]*\n)/$1    prefix_route_probe uri=\/v1\/metrics interval=2s timeout=500ms fails=5 max_size=4m load=off;\n/;
 $u . ::backends(1)
 --- request eval
 "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}"
