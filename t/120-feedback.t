@@ -161,7 +161,7 @@ range; a 400.
  'cached_tok\z', 'cached_tokens":101\}\}\}\z', '99999999999999999999',
  '"error":"bad"',
  '\A-\n-\n-\n-\n-\n-\n\z',
- '"models":\[\],.*"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0\}']
+ '"models":\[\],.*"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}']
 
 
 
@@ -187,7 +187,7 @@ of their 250 tokens, as the index predicted.
  "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
 --- response_body_like eval
 ["", "", "", "",
- '"feedback_responses":4,"reported_prompt_tokens":1000,"reported_cached_tokens":480,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":4,"feedback_under":0,"feedback_over":0,"feedback_dropped":0\}']
+ '"feedback_responses":4,"reported_prompt_tokens":1000,"reported_cached_tokens":480,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":4,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}']
 
 
 
@@ -206,7 +206,7 @@ second "none" drops nothing: only a is older, and a was just recorded).
  "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
 --- response_body_like eval
 ["", "", "", "", "",
- '"feedback_responses":5,"reported_prompt_tokens":1250,"reported_cached_tokens":0,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":3,"feedback_under":2,"feedback_over":0,"feedback_dropped":[1-9]\d*\}']
+ '"feedback_responses":5,"reported_prompt_tokens":1250,"reported_cached_tokens":0,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":3,"feedback_under":2,"feedback_over":0,"feedback_dropped":[1-9]\d*,"probe_failures":0,"probe_restarts":0\}']
 
 
 
@@ -220,7 +220,7 @@ The requests of TEST 7: the engine's "none" is counted, a stays a HIT.
  "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
 --- response_body_like eval
 ["", "", "", "",
- '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0\}']
+ '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}']
 
 
 
@@ -241,7 +241,7 @@ $::Config . ::fan("/two", ::chat_body([::sys(::text("sys a", 900)), ::user(::tex
 ["X-Prefix-Route: MISS 0 \\d+", "", "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
 --- response_body_like eval
 ['"cached_tokens":0', '"cached_tokens":0.*"cached_tokens":0', '"cached_tokens":0',
- '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0\}']
+ '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}']
 
 
 
