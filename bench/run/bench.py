@@ -386,6 +386,19 @@ class Fleet:
 # ---------------------------------------------------------------------------
 # Workloads, bound, one run
 
+def workload_spec(wl, a):
+    """The workload's spec, with the trace file of --trace when it reads
+    one; None (and a line saying so) when that file is missing."""
+    spec = WORKLOADS[wl]
+    if spec.get("trace"):
+        if not os.path.exists(a.trace):
+            print("skip %s: no trace at %s (--trace)" % (wl, a.trace),
+                  flush=True)
+            return None
+        spec = dict(spec, gen=spec["gen"] + ["--trace", a.trace])
+    return spec
+
+
 def generate(name, spec, quiet=False):
     os.makedirs(WORKLOADS_DIR, exist_ok=True)
     path = os.path.join(WORKLOADS_DIR, name + ".jsonl")
@@ -932,13 +945,9 @@ def cmd_bench(a):
     workdir = tempfile.mkdtemp(prefix="prefix-route-bench.")
     try:
         for wl in names:
-            spec = WORKLOADS[wl]
-            if spec.get("trace"):
-                if not os.path.exists(a.trace):
-                    print("skip %s: no trace at %s (--trace)"
-                          % (wl, a.trace), flush=True)
-                    continue
-                spec = dict(spec, gen=spec["gen"] + ["--trace", a.trace])
+            spec = workload_spec(wl, a)
+            if spec is None:
+                continue
             n = spec.get("backends", BACKENDS)
             print("== %s: %s (%s; time scale %g)" % (
                 wl, spec["title"], spec["load"], spec["scale"]), flush=True)
@@ -1310,12 +1319,9 @@ def cmd_feedback(a):
     out = {"environment": environment(a), "workloads": {}}
     try:
         for wl, balancers in FEEDBACK_RUNS:
-            spec = WORKLOADS[wl]
-            if spec.get("trace"):
-                if not os.path.exists(a.trace):
-                    print("skip %s: no trace at %s" % (wl, a.trace))
-                    continue
-                spec = dict(spec, gen=spec["gen"] + ["--trace", a.trace])
+            spec = workload_spec(wl, a)
+            if spec is None:
+                continue
             n = spec.get("backends", BACKENDS)
             path = generate(wl, spec)
             bnd = bound(path, n)["hit_rate"]
@@ -1402,12 +1408,9 @@ def cmd_probes(a):
            "workloads": {}, "x3": {}, "restart": {}}
     try:
         for wl in a.workloads.split(","):
-            spec = WORKLOADS[wl]
-            if spec.get("trace"):
-                if not os.path.exists(a.trace):
-                    print("skip %s: no trace at %s" % (wl, a.trace))
-                    continue
-                spec = dict(spec, gen=spec["gen"] + ["--trace", a.trace])
+            spec = workload_spec(wl, a)
+            if spec is None:
+                continue
             path = generate(wl, spec)
             bnd = bound(path, BACKENDS)["hit_rate"]
             out["workloads"][wl] = {"bound": bnd}
