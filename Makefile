@@ -120,12 +120,15 @@ $(MODULE): $(NGX_BUILD)/objs/Makefile FORCE
 $(NGX_BUILD)/objs/nginx: $(NGX_BUILD)/objs/Makefile
 	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile binary
 
-$(BUILD)/unit/%: t/unit/%.c src/*.c src/*.h $(NGX_BUILD)/objs/Makefile
+$(BUILD)/unit/%: t/unit/%.c t/unit/lib/*.c src/*.c src/*.h \
+                 $(NGX_BUILD)/objs/Makefile
 	mkdir -p $(BUILD)/unit
 	$(CC) $(UNIT_CFLAGS) -o $@ $< src/ngx_http_prefix_route_prompt.c \
 	    src/ngx_http_prefix_route_hash.c src/ngx_http_prefix_route_choice.c \
 	    src/ngx_http_prefix_route_usage.c \
-	    src/ngx_http_prefix_route_metrics.c -ljansson -lxxhash -lm
+	    src/ngx_http_prefix_route_metrics.c \
+	    src/ngx_http_prefix_route_extract.c t/unit/lib/ngx_read_file.c \
+	    -ljansson -lxxhash -lm
 
 # the index test links nginx's own slab allocator, red-black tree, shared
 # mutex and pools, from nginx's source (nginx-dev has headers only)
@@ -326,12 +329,15 @@ FUZZ_OPTS =         -dict=fuzz/json.dict -timeout=$(FUZZ_TIMEOUT) \
 fuzz-deps:
 	$(call deb-install,$(FUZZ_PACKAGES))
 
-$(FUZZ_BIN): fuzz/prompt_fuzzer.c src/*.c src/*.h $(NGX_BUILD)/objs/Makefile
+$(FUZZ_BIN): fuzz/prompt_fuzzer.c t/unit/lib/*.c src/*.c src/*.h \
+             $(NGX_BUILD)/objs/Makefile
 	mkdir -p $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ fuzz/prompt_fuzzer.c \
 	    src/ngx_http_prefix_route_prompt.c src/ngx_http_prefix_route_hash.c \
 	    src/ngx_http_prefix_route_usage.c \
-	    src/ngx_http_prefix_route_metrics.c -ljansson -lxxhash
+	    src/ngx_http_prefix_route_metrics.c \
+	    src/ngx_http_prefix_route_extract.c t/unit/lib/ngx_read_file.c \
+	    -ljansson -lxxhash
 
 fuzz-regress: deps fuzz-deps $(FUZZ_BIN)
 	@set -o pipefail; \
@@ -414,7 +420,8 @@ ASAN_RUNTIME =      $(shell $(CC) -print-file-name=libasan.so)
 # an invalid access aborts the process.  Debian's nginx and libraries have
 # no frame pointers, so a malloc stack stops at their first frame: a
 # module frame is still there for what the module and jansson allocate
-# (jansson allocates through the module's json_malloc).
+# (jansson allocates through the module's json_malloc, in
+# src/ngx_http_prefix_route_extract.c).
 # ASAN_UNWIND=fast_unwind_on_malloc=0 gives whole stacks, 20 times slower.
 ASAN_OPTIONS_NGINX = log_path=$(ASAN_LOG_DIR)/asan:detect_leaks=1:$\
                      exitcode=0:abort_on_error=1:$(ASAN_UNWIND)

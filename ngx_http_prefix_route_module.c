@@ -7,10 +7,9 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <ngx_http.h>
-#include <jansson.h>
 
 #include "ngx_http_prefix_route.h"
-#include "ngx_http_prefix_route_prompt.h"
+#include "ngx_http_prefix_route_extract.h"
 #include "ngx_http_prefix_route_hash.h"
 #include "ngx_http_prefix_route_load.h"
 #include "ngx_http_prefix_route_status.h"
@@ -43,15 +42,6 @@
 #define NGX_HTTP_PREFIX_ROUTE_VISITS(n)     (4 * (n) + 64)
 
 /*
- * The tie-break key is the prompt's first turn, at most this many bytes:
- * prompts sent as one long message (RAG, agents, the Mooncake trace)
- * continue one another without a turn boundary, and those that share
- * their first 2k tokens then rank the servers alike, so that nginx
- * instances place them alike (docs/design.md, "Choosing a server").
- */
-#define NGX_HTTP_PREFIX_ROUTE_KEY_SIZE      8192
-
-/*
  * Bytes of canonical prompt per engine token until a model's own ratio is
  * learned, x 256: ~4 bytes a token, the figure of OpenAI's tokenizer
  * guide for English text, which the Llama 3 tokenizer matches.
@@ -69,23 +59,6 @@
 
 /* how often each worker looks for dead workers' load, ms */
 #define NGX_HTTP_PREFIX_ROUTE_SWEEP         1000
-
-/* the body is read from a temporary file in pieces this large */
-#define NGX_HTTP_PREFIX_ROUTE_READ_SIZE     65536
-
-/*
- * What jansson may allocate to parse one body and build its prompt: a
- * body of long strings takes about twice its size, 100,000 short messages
- * ~10 times, empty objects ("{}," x 10^6) ~70 times theirs (measured with
- * t/070-hostile.t's bodies), so the budget is 16 bytes a body byte plus
- * 1 MiB; past it the parse fails and the request is balanced by round
- * robin.
- */
-#define NGX_HTTP_PREFIX_ROUTE_JSON_BUDGET(size)  (16 * (size) + 1048576)
-
-/* room before each jansson allocation for its size, keeping alignment */
-#define NGX_HTTP_PREFIX_ROUTE_JSON_HEADER   16
-
 
 typedef struct {
     /* the round robin data first: the balancer falls back to it */
@@ -131,24 +104,12 @@ typedef struct {
 } ngx_http_prefix_route_ctx_t;
 
 
-typedef struct {
-    ngx_chain_t                        *cl;
-    off_t                               offset;      /* in cl->buf */
-    ngx_http_request_t                 *r;
-    u_char                             *buf;         /* file reads */
-    u_char                             *pos;
-    u_char                             *last;
-} ngx_http_prefix_route_body_t;
-
-
 static ngx_int_t ngx_http_prefix_route_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_prefix_route_init_process(ngx_cycle_t *cycle);
 static void ngx_http_prefix_route_exit_process(ngx_cycle_t *cycle);
 static void ngx_http_prefix_route_sweep(ngx_event_t *ev);
 static void ngx_http_prefix_route_each(ngx_cycle_t *cycle,
     void (*handler)(ngx_http_prefix_route_index_t *idx));
-static void *ngx_http_prefix_route_json_malloc(size_t size);
-static void ngx_http_prefix_route_json_free(void *p);
 static ngx_int_t ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
 static ngx_int_t ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone,
@@ -157,8 +118,6 @@ static ngx_int_t ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us);
 static void ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx);
-static size_t ngx_http_prefix_route_read_body(void *buffer, size_t buflen,
-    void *data);
 static ngx_int_t ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc,
     void *data);
 static ngx_http_upstream_rr_peer_t *ngx_http_prefix_route_pick(
@@ -257,14 +216,6 @@ ngx_str_t  ngx_http_prefix_route_status_names[] = {
 };
 
 
-/*
- * jansson's allocations are counted against a budget while a body is
- * parsed (a worker parses one at a time); 0 when not limited
- */
-static size_t      ngx_http_prefix_route_json_left;
-static ngx_uint_t  ngx_http_prefix_route_json_limited;
-static ngx_uint_t  ngx_http_prefix_route_json_refused;
-
 static ngx_http_output_body_filter_pt  ngx_http_next_body_filter;
 
 /* the sweep timer; its connection only names it in debug logs */
@@ -311,8 +262,7 @@ static ngx_http_variable_t  ngx_http_prefix_route_vars[] = {
 static ngx_int_t
 ngx_http_prefix_route_init_module(ngx_cycle_t *cycle)
 {
-    json_set_alloc_funcs(ngx_http_prefix_route_json_malloc,
-                         ngx_http_prefix_route_json_free);
+    ngx_http_prefix_route_extract_init(malloc, free);
 
     return NGX_OK;
 }
@@ -430,54 +380,6 @@ ngx_http_prefix_route_each(ngx_cycle_t *cycle,
             handler(&prcf->index);
         }
     }
-}
-
-
-/* malloc() that keeps the size and, while limited, charges the budget */
-
-static void *
-ngx_http_prefix_route_json_malloc(size_t size)
-{
-    u_char  *p;
-
-    if (ngx_http_prefix_route_json_limited) {
-
-        if (size > ngx_http_prefix_route_json_left) {
-            /* jansson does not always say why it failed: remember */
-            ngx_http_prefix_route_json_refused = 1;
-            return NULL;
-        }
-
-        ngx_http_prefix_route_json_left -= size;
-    }
-
-    p = malloc(size + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER);
-    if (p == NULL) {
-        return NULL;
-    }
-
-    *(size_t *) p = size;
-
-    return p + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER;
-}
-
-
-static void
-ngx_http_prefix_route_json_free(void *p)
-{
-    u_char  *base;
-
-    if (p == NULL) {
-        return;
-    }
-
-    base = (u_char *) p - NGX_HTTP_PREFIX_ROUTE_JSON_HEADER;
-
-    if (ngx_http_prefix_route_json_limited) {
-        ngx_http_prefix_route_json_left += *(size_t *) base;
-    }
-
-    free(base);
 }
 
 
@@ -739,15 +641,8 @@ static void
 ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx)
 {
-    off_t                              size;
-    size_t                             max, budget;
-    json_t                            *root;
-    ngx_int_t                          rc;
-    ngx_chain_t                       *cl;
-    json_error_t                       err;
     ngx_http_request_body_t           *rb;
-    ngx_http_prefix_route_body_t       body;
-    ngx_http_prefix_route_prompt_t     pr;
+    ngx_http_prefix_route_extract_t    x;
     ngx_http_prefix_route_srv_conf_t  *prcf;
 
     prcf = ctx->conf;
@@ -760,198 +655,85 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
         return;
     }
 
-    size = 0;
-
-    if (rb != NULL) {
-        for (cl = rb->bufs; cl; cl = cl->next) {
-            size += ngx_buf_size(cl->buf);
-        }
-    }
-
-    if (size == 0) {
+    if (rb == NULL || rb->bufs == NULL) {
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "prefix_route: no request body, round robin");
         return;
     }
 
-    pr.buf = ngx_pnalloc(r->pool, prcf->max_prefix);
-    if (pr.buf == NULL) {
+    x.max_prefix = prcf->max_prefix;
+    x.block = prcf->block;
+    x.buf = ngx_pnalloc(r->pool, prcf->max_prefix);
+    x.hash = ngx_palloc(r->pool,
+                        prcf->max_prefix / prcf->block * sizeof(uint64_t));
+    x.name = ctx->model_name;
+    x.name_size = sizeof(ctx->model_name);
+    x.answers = NULL;
+    x.max_answers = NGX_HTTP_PREFIX_ROUTE_ANSWERS;
+
+    if (prcf->feedback) {
+        x.answers = ngx_palloc(r->pool,
+                               2 * NGX_HTTP_PREFIX_ROUTE_ANSWERS
+                               * sizeof(size_t));
+    }
+
+    if (x.buf == NULL || x.hash == NULL) {
         return;
     }
 
-    pr.size = prcf->max_prefix;
-    pr.len = 0;
-    pr.key = 0;
-    pr.seed = 0;
-    pr.model = 0;
-    pr.name = ctx->model_name;
-    pr.name_size = sizeof(ctx->model_name);
-    pr.name_len = 0;
-    pr.answers = NULL;
-    pr.max_answers = NGX_HTTP_PREFIX_ROUTE_ANSWERS;
-    pr.nanswers = 0;
+    if (ngx_http_prefix_route_extract(&x, rb->bufs) != NGX_OK) {
 
-    if (prcf->feedback) {
-        pr.answers = ngx_palloc(r->pool,
-                                2 * NGX_HTTP_PREFIX_ROUTE_ANSWERS
-                                * sizeof(size_t));
-    }
+        switch (x.error) {
 
-    ngx_memzero(&body, sizeof(ngx_http_prefix_route_body_t));
-    body.cl = rb->bufs;
-    body.r = r;
+        case NGX_HTTP_PREFIX_ROUTE_EXTRACT_EMPTY:
+            ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
+                           "prefix_route: no request body, round robin");
+            break;
 
-    /* what jansson takes for this body is bounded, from parse to decref */
-
-    budget = NGX_HTTP_PREFIX_ROUTE_JSON_BUDGET((size_t) size);
-    ngx_http_prefix_route_json_left = budget;
-    ngx_http_prefix_route_json_limited = 1;
-    ngx_http_prefix_route_json_refused = 0;
-
-    /* jansson leaves the error unset when an allocation fails */
-    ngx_memzero(&err, sizeof(json_error_t));
-
-    root = json_load_callback(ngx_http_prefix_route_read_body, &body,
-                              JSON_ALLOW_NUL, &err);
-
-    if (root == NULL) {
-        ngx_http_prefix_route_json_limited = 0;
-
-        if (ngx_http_prefix_route_json_refused) {
+        case NGX_HTTP_PREFIX_ROUTE_EXTRACT_BUDGET:
             ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                           "prefix_route: request body of %O bytes needs "
                           "more than %uz bytes to parse, round robin",
-                          size, budget);
-            return;
+                          x.size, x.budget);
+            break;
+
+        case NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON:
+            /* the error text quotes the body: only its position is logged */
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "prefix_route: request body is not JSON "
+                          "(error %d at byte %d), round robin",
+                          x.json_error, x.position);
+            break;
+
+        default: /* NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT */
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "prefix_route: request body has no prompt, "
+                          "round robin");
         }
 
-        /* the error text quotes the body: only its position is logged */
-
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "prefix_route: request body is not JSON "
-                      "(error %d at byte %d), round robin",
-                      (int) json_error_code(&err), err.position);
+        ngx_pfree(r->pool, x.buf);
+        ngx_pfree(r->pool, x.hash);
         return;
     }
 
-    rc = json_is_object(root) ? ngx_http_prefix_route_prompt_build(root, &pr)
-                              : NGX_DECLINED;
-
-    json_decref(root);
-
-    ngx_http_prefix_route_json_limited = 0;
-
-    if (rc != NGX_OK || pr.len == 0) {
-        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
-                      "prefix_route: request body has no prompt, "
-                      "round robin");
-        return;
-    }
-
-    max = prcf->max_prefix / prcf->block;
-
-    ctx->hash = ngx_palloc(r->pool, max * sizeof(uint64_t));
-    if (ctx->hash == NULL) {
-        return;
-    }
-
-    ctx->len = pr.len;
-    ctx->whole = (pr.len < pr.size);
-    ctx->model = pr.model;
-    ctx->answers = pr.answers;
-    ctx->nanswers = pr.nanswers;
-    ctx->nblocks = ngx_http_prefix_route_hash_blocks(pr.buf, pr.len,
-                                                     prcf->block, pr.seed,
-                                                     ctx->hash, max);
-    ctx->key = ngx_http_prefix_route_hash(pr.buf,
-                                      ngx_min(pr.key,
-                                              NGX_HTTP_PREFIX_ROUTE_KEY_SIZE),
-                                      pr.seed);
+    ctx->hash = x.hash;
+    ctx->nblocks = x.nblocks;
+    ctx->len = x.len;
+    ctx->whole = x.whole;
+    ctx->key = x.key;
+    ctx->model = x.model;
+    ctx->answers = x.answers;
+    ctx->nanswers = x.nanswers;
     ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
 
     /* only the hashes are kept: the prompt text goes at once */
 
-    ngx_pfree(r->pool, pr.buf);
+    ngx_pfree(r->pool, x.buf);
 
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "prefix_route: prompt %uz bytes, %ui blocks, "
                    "key %016xL, seed %016xL",
-                   ctx->len, ctx->nblocks, ctx->key, pr.seed);
-}
-
-
-/*
- * jansson's input callback: the body's buffers in order, from memory or
- * from the client body temporary file, whichever holds each of them.
- */
-
-static size_t
-ngx_http_prefix_route_read_body(void *buffer, size_t buflen, void *data)
-{
-    ngx_http_prefix_route_body_t  *body = data;
-
-    off_t       offset;
-    size_t      size;
-    ssize_t     n;
-    ngx_buf_t  *b;
-
-    for ( ;; ) {
-
-        if (body->pos < body->last) {
-            size = ngx_min(buflen, (size_t) (body->last - body->pos));
-            ngx_memcpy(buffer, body->pos, size);
-            body->pos += size;
-            return size;
-        }
-
-        if (body->cl == NULL) {
-            return 0;
-        }
-
-        b = body->cl->buf;
-
-        if (ngx_buf_in_memory(b) && body->offset < b->last - b->pos) {
-            body->pos = b->pos + body->offset;
-            body->last = b->last;
-            body->offset = b->last - b->pos;
-            continue;
-        }
-
-        if (!ngx_buf_in_memory(b)
-            && b->in_file
-            && body->offset < b->file_last - b->file_pos)
-        {
-            if (body->buf == NULL) {
-                body->buf = ngx_pnalloc(body->r->pool,
-                                        NGX_HTTP_PREFIX_ROUTE_READ_SIZE);
-                if (body->buf == NULL) {
-                    return (size_t) -1;
-                }
-            }
-
-            size = (size_t) ngx_min(b->file_last - b->file_pos - body->offset,
-                                    NGX_HTTP_PREFIX_ROUTE_READ_SIZE);
-
-            /* ngx_read_file() moves the file offset the proxy relies on */
-
-            offset = b->file->offset;
-            n = ngx_read_file(b->file, body->buf, size,
-                              b->file_pos + body->offset);
-            b->file->offset = offset;
-
-            if (n <= 0) {
-                return (size_t) -1;
-            }
-
-            body->pos = body->buf;
-            body->last = body->buf + n;
-            body->offset += n;
-            continue;
-        }
-
-        body->cl = body->cl->next;
-        body->offset = 0;
-    }
+                   ctx->len, ctx->nblocks, ctx->key, x.seed);
 }
 
 

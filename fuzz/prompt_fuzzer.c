@@ -5,17 +5,21 @@
 
 
 /*
- * libFuzzer target of the path from request body bytes to block hashes,
- * as ngx_http_prefix_route_prepare() walks it: the body is parsed by
- * jansson with JSON_ALLOW_NUL through json_load_callback(), fed in pieces
- * as nginx buffers would feed it, the canonical prompt is built into a
- * buffer of max_prefix bytes and cut into hashed blocks.  The input is the
- * body; a hash of it picks the size of the pieces, a small cap and a block
- * size, so that each input is one reproducible case.
+ * libFuzzer target of the path from request body bytes to block hashes:
+ * the module's own stage, ngx_http_prefix_route_extract(), reads the body
+ * from an nginx buffer chain of pieces, some in memory and some in a file
+ * (as the client body temporary file holds them), parses it with jansson
+ * under the module's budget, builds the canonical prompt and hashes it.
+ * The input is the body; a hash of it picks the size of the pieces, which
+ * of them are in the file, a small cap and a block size, so that each
+ * input is one reproducible case.
  *
  * Checked on every input, besides what ASan, UBSan and LeakSanitizer see:
  *
- *   - json_load_callback() in pieces and json_loadb() agree;
+ *   - the stage agrees with json_loadb() of the whole body and the
+ *     prompt built from that tree: the same hashes, length and key, or a
+ *     decline that the reference explains (not JSON, no prompt, or the
+ *     budget), and the file's offset is left as it was;
  *   - len <= size, key <= len, NGX_DECLINED writes nothing;
  *   - hash_blocks() gives len / block hashes, and at most "max";
  *   - the same body gives the same bytes, key, seed and hashes, from a
@@ -51,6 +55,7 @@
 #include "ngx_http_prefix_route_prompt.h"
 #include "ngx_http_prefix_route_usage.h"
 #include "ngx_http_prefix_route_metrics.h"
+#include "ngx_http_prefix_route_extract.h"
 
 
 #define FUZZ_CAP        65536       /* max_prefix=, default */
@@ -59,14 +64,6 @@
 #define FUZZ_PIECE      8192        /* nginx buffers of 1 .. this bytes */
 #define FUZZ_NOMEM      16          /* fail one of the first allocations */
 
-
-/* the body cut into pieces, as nginx buffers hand it to the module */
-typedef struct {
-    const u_char  *pos;
-    const u_char  *last;
-    const u_char  *end;             /* the end of the current piece */
-    size_t         piece;
-} fuzz_body_t;
 
 
 /* one build of the canonical prompt and its hashes */
@@ -89,7 +86,8 @@ typedef struct {
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static size_t fuzz_read(void *buffer, size_t buflen, void *data);
+static void fuzz_extract(const uint8_t *data, size_t size, size_t piece,
+    uint64_t h, json_t *again);
 static void fuzz_build(json_t *root, size_t size, size_t block,
     fuzz_out_t *out);
 static void fuzz_same(const char *what, fuzz_out_t *a, fuzz_out_t *b);
@@ -103,14 +101,28 @@ static void fuzz_fail(const char *what, fuzz_out_t *a, fuzz_out_t *b);
 
 
 static ngx_uint_t  fuzz_nomem_at;   /* jansson's allocation to fail, or 0 */
+static ngx_file_t  fuzz_file;       /* the body, for pieces in a file */
 
 
-/* jansson allocates through fuzz_malloc(), which can fail on purpose */
+/*
+ * jansson allocates through the module's budget and fuzz_malloc(), which
+ * can fail on purpose
+ */
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    json_set_alloc_funcs(fuzz_malloc, free);
+    FILE  *f;
+
+    ngx_http_prefix_route_extract_init(fuzz_malloc, free);
+
+    f = tmpfile();
+    if (f == NULL) {
+        fprintf(stderr, "tmpfile() failed\n");
+        abort();
+    }
+
+    fuzz_file.fd = fileno(f);
 
     return 0;
 }
@@ -119,46 +131,40 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    size_t         block, small;
+    size_t         block, small, piece;
     json_t        *root, *again;
     uint64_t       h;
     fuzz_out_t     big, big2, bigb;
-    fuzz_body_t    body;
     json_error_t   err;
 
     h = XXH3_64bits(data, size);
 
-    body.pos = data;
-    body.last = data + size;
-    body.end = data;
-    body.piece = 1 + h % FUZZ_PIECE;
-
+    piece = 1 + h % FUZZ_PIECE;
     small = (h >> 16) % (FUZZ_SMALL_CAP + 1);
     block = 16 + (h >> 32) % 113;
 
     /* the same bytes as an engine's response, for its usage */
 
-    fuzz_usage(data, size, body.piece);
-    fuzz_metrics(data, size, body.piece);
+    fuzz_usage(data, size, piece);
+    fuzz_metrics(data, size, piece);
 
-    /* as the module parses a body */
-
-    root = json_load_callback(fuzz_read, &body, JSON_ALLOW_NUL, &err);
-
-    /* the same bytes in one piece */
+    /* the reference: the body in one piece, the prompt from its tree */
 
     again = json_loadb((const char *) data, size, JSON_ALLOW_NUL, &err);
 
-    if ((root == NULL) != (again == NULL)) {
-        fprintf(stderr, "json_load_callback() in pieces of %zu bytes %s, "
-                "json_loadb() %s\n", body.piece,
-                root ? "parsed the body" : "failed",
-                again ? "parsed it" : "failed");
-        abort();
+    /* as the module reads a body: the stage itself */
+
+    fuzz_extract(data, size, piece, h, again);
+
+    if (again == NULL) {
+        return 0;
     }
 
+    root = json_loadb((const char *) data, size, JSON_ALLOW_NUL, &err);
+
     if (root == NULL) {
-        return 0;
+        fprintf(stderr, "a second json_loadb() of the body failed\n");
+        abort();
     }
 
     fuzz_build(root, FUZZ_CAP, FUZZ_BLOCK, &big);
@@ -202,38 +208,149 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 
 /*
- * jansson's input callback, the way ngx_http_prefix_route_read_body()
- * serves it: at most the rest of the current buffer at each call.
+ * The stage over the body cut into pieces of "piece" bytes, as nginx's
+ * buffer chain: with h's bits, none, every other one or all of them in a
+ * file, the rest in memory.  Its result must be the reference's, built
+ * from "again" (the whole body's tree, NULL when jansson refused it).
  */
 
-static size_t
-fuzz_read(void *buffer, size_t buflen, void *data)
+static void
+fuzz_extract(const uint8_t *data, size_t size, size_t piece, uint64_t h,
+    json_t *again)
 {
-    fuzz_body_t  *body = data;
+    off_t                             offset;
+    size_t                            n, i, pieces;
+    u_char                            name[32];
+    size_t                            answers[2 * 8];
+    uint64_t                          key, *hash;
+    ngx_int_t                         rc;
+    ngx_buf_t                        *bufs;
+    ngx_uint_t                        mode;
+    fuzz_out_t                        ref;
+    ngx_chain_t                      *chain;
+    ngx_http_prefix_route_extract_t   x;
 
-    size_t  n;
+    pieces = (size + piece - 1) / piece;
+    mode = (h >> 56) % 3;
 
-    if (body->pos == body->end) {
+    bufs = calloc(pieces + 1, sizeof(ngx_buf_t));
+    chain = calloc(pieces + 1, sizeof(ngx_chain_t));
+    x.buf = malloc(FUZZ_CAP);
+    hash = malloc(FUZZ_CAP / FUZZ_BLOCK * sizeof(uint64_t));
 
-        if (body->pos == body->last) {
-            return 0;
-        }
-
-        n = ngx_min(body->piece, (size_t) (body->last - body->pos));
-        body->end = body->pos + n;
+    if (bufs == NULL || chain == NULL || x.buf == NULL || hash == NULL) {
+        fprintf(stderr, "malloc() failed\n");
+        abort();
     }
 
-    n = ngx_min(buflen, (size_t) (body->end - body->pos));
+    if (mode
+        && (ftruncate(fuzz_file.fd, 0) != 0
+            || pwrite(fuzz_file.fd, data, size, 0) != (ssize_t) size))
+    {
+        fprintf(stderr, "the body file cannot be written\n");
+        abort();
+    }
 
-    ngx_memcpy(buffer, body->pos, n);
-    body->pos += n;
+    offset = 12345;
+    fuzz_file.offset = offset;
 
-    return n;
+    for (i = 0; i < pieces; i++) {
+        n = ngx_min(piece, size - i * piece);
+
+        if (mode == 2 || (mode == 1 && i % 2)) {
+            bufs[i].in_file = 1;
+            bufs[i].file = &fuzz_file;
+            bufs[i].file_pos = i * piece;
+            bufs[i].file_last = i * piece + n;
+
+        } else {
+            bufs[i].pos = (u_char *) data + i * piece;
+            bufs[i].last = bufs[i].pos + n;
+            bufs[i].memory = 1;
+        }
+
+        chain[i].buf = &bufs[i];
+        chain[i].next = (i + 1 < pieces) ? &chain[i + 1] : NULL;
+    }
+
+    x.max_prefix = FUZZ_CAP;
+    x.block = FUZZ_BLOCK;
+    x.hash = hash;
+    x.name = name;
+    x.name_size = sizeof(name);
+    x.answers = answers;
+    x.max_answers = 8;
+
+    rc = ngx_http_prefix_route_extract(&x, pieces ? chain : NULL);
+
+    if (fuzz_file.offset != offset) {
+        fprintf(stderr, "prompt_fuzzer: the stage moved the file's offset\n");
+        abort();
+    }
+
+    if (again == NULL) {
+        if (rc == NGX_OK
+            || (size && x.error != NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON
+                && x.error != NGX_HTTP_PREFIX_ROUTE_EXTRACT_BUDGET))
+        {
+            fprintf(stderr, "prompt_fuzzer: the stage read a body that "
+                    "json_loadb() refused (rc %d, error %d)\n",
+                    (int) rc, (int) x.error);
+            abort();
+        }
+
+        goto done;
+    }
+
+    fuzz_build(again, FUZZ_CAP, FUZZ_BLOCK, &ref);
+
+    if (rc != NGX_OK) {
+        if (x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_BUDGET
+            || (x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT
+                && (ref.rc != NGX_OK || ref.len == 0)))
+        {
+            fuzz_free(&ref);
+            goto done;
+        }
+
+        fprintf(stderr, "prompt_fuzzer: the stage declined a body the "
+                "reference reads (error %d, reference rc %d, len %zu)\n",
+                (int) x.error, (int) ref.rc, ref.len);
+        abort();
+    }
+
+    key = ngx_http_prefix_route_hash(ref.buf,
+                                     ngx_min(ref.key,
+                                             NGX_HTTP_PREFIX_ROUTE_KEY_SIZE),
+                                     ref.seed);
+
+    if (ref.rc != NGX_OK
+        || x.len != ref.len
+        || x.seed != ref.seed
+        || x.key != key
+        || x.nblocks != ref.nhash
+        || ngx_memcmp(x.hash, ref.hash, ref.nhash * sizeof(uint64_t)) != 0)
+    {
+        fprintf(stderr, "prompt_fuzzer: the stage (pieces of %zu bytes, "
+                "file mode %u) and the reference differ: len %zu vs %zu, "
+                "%u vs %u blocks\n", piece, (unsigned) mode, x.len, ref.len,
+                (unsigned) x.nblocks, (unsigned) ref.nhash);
+        abort();
+    }
+
+    fuzz_free(&ref);
+
+done:
+
+    free(hash);
+    free(x.buf);
+    free(chain);
+    free(bufs);
 }
 
 
 /*
- * What ngx_http_prefix_route_prepare() does with a parsed body: a buffer
+ * The reference build from a parsed body, as the stage does it: a buffer
  * of exactly "size" bytes (so that ASan sees a write past it), the build,
  * max = size / block hashes and the hash of the key.
  */

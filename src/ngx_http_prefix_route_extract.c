@@ -1,0 +1,284 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <jansson.h>
+
+#include "ngx_http_prefix_route_extract.h"
+#include "ngx_http_prefix_route_prompt.h"
+#include "ngx_http_prefix_route_hash.h"
+
+
+/* the body is read from a temporary file in pieces this large */
+#define NGX_HTTP_PREFIX_ROUTE_READ_SIZE     65536
+
+/* room before each jansson allocation for its size, keeping alignment */
+#define NGX_HTTP_PREFIX_ROUTE_JSON_HEADER   16
+
+
+/* where the reader is in the body's buffer chain */
+typedef struct {
+    ngx_chain_t                        *cl;
+    off_t                               offset;      /* in cl->buf */
+    u_char                             *pos;         /* bytes not yet */
+    u_char                             *last;        /* handed over */
+} ngx_http_prefix_route_body_t;
+
+
+static size_t ngx_http_prefix_route_read(void *buffer, size_t buflen,
+    void *data);
+static void *ngx_http_prefix_route_json_malloc(size_t size);
+static void ngx_http_prefix_route_json_free(void *p);
+
+
+/*
+ * jansson's allocations are counted against a budget while a body is
+ * parsed (a process parses one at a time); not limited otherwise
+ */
+static size_t      ngx_http_prefix_route_json_left;
+static ngx_uint_t  ngx_http_prefix_route_json_limited;
+static ngx_uint_t  ngx_http_prefix_route_json_refused;
+
+static void     *(*ngx_http_prefix_route_json_alloc)(size_t size) = malloc;
+static void      (*ngx_http_prefix_route_json_release)(void *p) = free;
+
+/* file reads: a fixed buffer of the process, not one per request */
+static u_char  ngx_http_prefix_route_read_buf[NGX_HTTP_PREFIX_ROUTE_READ_SIZE];
+
+
+void
+ngx_http_prefix_route_extract_init(void *(*alloc)(size_t size),
+    void (*release)(void *p))
+{
+    ngx_http_prefix_route_json_alloc = alloc;
+    ngx_http_prefix_route_json_release = release;
+
+    json_set_alloc_funcs(ngx_http_prefix_route_json_malloc,
+                         ngx_http_prefix_route_json_free);
+}
+
+
+ngx_int_t
+ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
+    ngx_chain_t *in)
+{
+    json_t                          *root;
+    ngx_int_t                        rc;
+    ngx_chain_t                     *cl;
+    json_error_t                     err;
+    ngx_http_prefix_route_body_t     body;
+    ngx_http_prefix_route_prompt_t   pr;
+
+    x->size = 0;
+    x->len = 0;
+    x->nblocks = 0;
+    x->name_len = 0;
+    x->nanswers = 0;
+    x->whole = 0;
+    x->json_error = 0;
+    x->position = 0;
+
+    for (cl = in; cl; cl = cl->next) {
+        x->size += ngx_buf_size(cl->buf);
+    }
+
+    x->budget = NGX_HTTP_PREFIX_ROUTE_JSON_BUDGET((size_t) x->size);
+
+    if (x->size == 0) {
+        x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_EMPTY;
+        return NGX_DECLINED;
+    }
+
+    pr.buf = x->buf;
+    pr.size = x->max_prefix;
+    pr.len = 0;
+    pr.key = 0;
+    pr.seed = 0;
+    pr.model = 0;
+    pr.name = x->name;
+    pr.name_size = x->name_size;
+    pr.name_len = 0;
+    pr.answers = x->answers;
+    pr.max_answers = x->max_answers;
+    pr.nanswers = 0;
+
+    ngx_memzero(&body, sizeof(ngx_http_prefix_route_body_t));
+    body.cl = in;
+
+    /* what jansson takes for this body is bounded, from parse to decref */
+
+    ngx_http_prefix_route_json_left = x->budget;
+    ngx_http_prefix_route_json_limited = 1;
+    ngx_http_prefix_route_json_refused = 0;
+
+    /* jansson leaves the error unset when an allocation fails */
+    ngx_memzero(&err, sizeof(json_error_t));
+
+    root = json_load_callback(ngx_http_prefix_route_read, &body,
+                              JSON_ALLOW_NUL, &err);
+
+    if (root == NULL) {
+        ngx_http_prefix_route_json_limited = 0;
+
+        if (ngx_http_prefix_route_json_refused) {
+            x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_BUDGET;
+            return NGX_DECLINED;
+        }
+
+        x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON;
+        x->json_error = (int) json_error_code(&err);
+        x->position = err.position;
+        return NGX_DECLINED;
+    }
+
+    rc = json_is_object(root) ? ngx_http_prefix_route_prompt_build(root, &pr)
+                              : NGX_DECLINED;
+
+    json_decref(root);
+
+    ngx_http_prefix_route_json_limited = 0;
+
+    if (rc != NGX_OK || pr.len == 0) {
+        x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT;
+        return NGX_DECLINED;
+    }
+
+    x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_OK;
+    x->len = pr.len;
+    x->whole = (pr.len < pr.size);
+    x->seed = pr.seed;
+    x->model = pr.model;
+    x->name_len = pr.name_len;
+    x->nanswers = pr.nanswers;
+    x->nblocks = ngx_http_prefix_route_hash_blocks(pr.buf, pr.len, x->block,
+                                                   pr.seed, x->hash,
+                                                   x->max_prefix / x->block);
+    x->key = ngx_http_prefix_route_hash(pr.buf,
+                                        ngx_min(pr.key,
+                                              NGX_HTTP_PREFIX_ROUTE_KEY_SIZE),
+                                        pr.seed);
+
+    return NGX_OK;
+}
+
+
+/*
+ * jansson's input callback: the body's buffers in order, from memory or
+ * from the client body temporary file, whichever holds each of them.
+ * Returns the bytes put in "buffer", 0 at the end, (size_t) -1 when the
+ * file cannot be read.
+ */
+
+static size_t
+ngx_http_prefix_route_read(void *buffer, size_t buflen, void *data)
+{
+    ngx_http_prefix_route_body_t  *body = data;
+
+    off_t       offset;
+    size_t      size;
+    ssize_t     n;
+    ngx_buf_t  *b;
+
+    for ( ;; ) {
+
+        if (body->pos < body->last) {
+            size = ngx_min(buflen, (size_t) (body->last - body->pos));
+            ngx_memcpy(buffer, body->pos, size);
+            body->pos += size;
+            return size;
+        }
+
+        if (body->cl == NULL) {
+            return 0;
+        }
+
+        b = body->cl->buf;
+
+        if (ngx_buf_in_memory(b) && body->offset < b->last - b->pos) {
+            body->pos = b->pos + body->offset;
+            body->last = b->last;
+            body->offset = b->last - b->pos;
+            continue;
+        }
+
+        if (!ngx_buf_in_memory(b)
+            && b->in_file
+            && body->offset < b->file_last - b->file_pos)
+        {
+            size = (size_t) ngx_min(b->file_last - b->file_pos - body->offset,
+                                    NGX_HTTP_PREFIX_ROUTE_READ_SIZE);
+
+            /* ngx_read_file() moves the file offset the proxy relies on */
+
+            offset = b->file->offset;
+            n = ngx_read_file(b->file, ngx_http_prefix_route_read_buf, size,
+                              b->file_pos + body->offset);
+            b->file->offset = offset;
+
+            if (n <= 0) {
+                return (size_t) -1;
+            }
+
+            body->pos = ngx_http_prefix_route_read_buf;
+            body->last = ngx_http_prefix_route_read_buf + n;
+            body->offset += n;
+            continue;
+        }
+
+        body->cl = body->cl->next;
+        body->offset = 0;
+    }
+}
+
+
+/* the allocator that keeps the size and, while limited, charges the budget */
+
+static void *
+ngx_http_prefix_route_json_malloc(size_t size)
+{
+    u_char  *p;
+
+    if (ngx_http_prefix_route_json_limited) {
+
+        if (size > ngx_http_prefix_route_json_left) {
+            /* jansson does not always say why it failed: remember */
+            ngx_http_prefix_route_json_refused = 1;
+            return NULL;
+        }
+
+        ngx_http_prefix_route_json_left -= size;
+    }
+
+    p = ngx_http_prefix_route_json_alloc(size
+                                         + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER);
+    if (p == NULL) {
+        return NULL;
+    }
+
+    *(size_t *) p = size;
+
+    return p + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER;
+}
+
+
+static void
+ngx_http_prefix_route_json_free(void *p)
+{
+    u_char  *base;
+
+    if (p == NULL) {
+        return;
+    }
+
+    base = (u_char *) p - NGX_HTTP_PREFIX_ROUTE_JSON_HEADER;
+
+    if (ngx_http_prefix_route_json_limited) {
+        ngx_http_prefix_route_json_left += *(size_t *) base;
+    }
+
+    ngx_http_prefix_route_json_release(base);
+}

@@ -1,0 +1,112 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+#ifndef _NGX_HTTP_PREFIX_ROUTE_EXTRACT_H_INCLUDED_
+#define _NGX_HTTP_PREFIX_ROUTE_EXTRACT_H_INCLUDED_
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+
+
+/*
+ * The stage from a request body to its prompt's block hashes: the body
+ * read from nginx's buffer chain (memory or the client body temporary
+ * file), parsed by jansson within a memory budget, the canonical prompt
+ * built (ngx_http_prefix_route_prompt.c) and hashed in chained blocks
+ * (ngx_http_prefix_route_hash.c).  The module, the fuzzer and the unit
+ * tests all go through ngx_http_prefix_route_extract().
+ */
+
+
+/*
+ * What jansson may allocate to parse one body and build its prompt: a
+ * body of long strings takes about twice its size, 100,000 short messages
+ * ~10 times, empty objects ("{}," x 10^6) ~70 times theirs (measured with
+ * t/070-hostile.t's bodies), so the budget is 16 bytes a body byte plus
+ * 1 MiB; past it the parse fails and the request is balanced by round
+ * robin.
+ */
+#define NGX_HTTP_PREFIX_ROUTE_JSON_BUDGET(size)  (16 * (size) + 1048576)
+
+/*
+ * The tie-break key is the prompt's first turn, at most this many bytes:
+ * prompts sent as one long message (RAG, agents, the Mooncake trace)
+ * continue one another without a turn boundary, and those that share
+ * their first 2k tokens then rank the servers alike, so that nginx
+ * instances place them alike (docs/design.md, "Choosing a server").
+ */
+#define NGX_HTTP_PREFIX_ROUTE_KEY_SIZE      8192
+
+
+/* why a body gave no prompt */
+typedef enum {
+    NGX_HTTP_PREFIX_ROUTE_EXTRACT_OK = 0,
+    NGX_HTTP_PREFIX_ROUTE_EXTRACT_EMPTY,     /* no body */
+    NGX_HTTP_PREFIX_ROUTE_EXTRACT_BUDGET,    /* parsing needs more */
+    NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON,      /* not JSON jansson reads */
+    NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT  /* none of the four shapes */
+} ngx_http_prefix_route_extract_e;
+
+
+typedef struct {
+    /* set by the caller */
+    size_t                            max_prefix; /* bytes of prompt */
+    size_t                            block;      /* bytes */
+    u_char                           *buf;        /* max_prefix bytes */
+    uint64_t                         *hash;       /* max_prefix / block */
+    u_char                           *name;       /* the model's name, cut
+                                                     to name_size - 1
+                                                     bytes, or NULL */
+    size_t                            name_size;
+    size_t                           *answers;    /* 2 x max_answers, or
+                                                     NULL */
+    ngx_uint_t                        max_answers;
+
+    /* set by ngx_http_prefix_route_extract() */
+    off_t                             size;       /* bytes of body */
+    size_t                            budget;     /* bytes, for jansson */
+    size_t                            len;        /* bytes of prompt */
+    ngx_uint_t                        nblocks;
+    uint64_t                          key;        /* tie-break hash */
+    uint64_t                          seed;       /* model and salt */
+    uint64_t                          model;      /* the model's seed */
+    size_t                            name_len;
+    ngx_uint_t                        nanswers;   /* [start, end) pairs of
+                                                     the assistant
+                                                     messages in answers */
+    unsigned                          whole:1;    /* len < max_prefix */
+    ngx_http_prefix_route_extract_e   error;
+    int                               json_error; /* enum json_error_code */
+    int                               position;   /* byte of the error */
+} ngx_http_prefix_route_extract_t;
+
+
+/*
+ * Sets jansson's allocator for the process: "alloc" and "release" (malloc
+ * and free, or a test's own) under the budget's accounting.  Call once,
+ * before any jansson object exists: every one must be freed by the pair
+ * that allocated it.
+ */
+void ngx_http_prefix_route_extract_init(void *(*alloc)(size_t size),
+    void (*release)(void *p));
+
+/*
+ * Reads the body in the buffer chain "in" (bytes in memory and/or in a
+ * file, read with ngx_read_file() without moving the file's offset, 64 KiB
+ * at a time into a buffer of the process) and fills x with its prompt's
+ * hashes.  Returns NGX_OK when the body holds a prompt of at least one
+ * byte, else NGX_DECLINED with x->error saying why (and for
+ * NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON, jansson's error code and byte; the
+ * error's text is not kept, it quotes the body).  jansson allocates at
+ * most x->budget bytes for it, all freed before the return.  Not
+ * reentrant: a process parses one body at a time.
+ */
+ngx_int_t ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
+    ngx_chain_t *in);
+
+
+#endif /* _NGX_HTTP_PREFIX_ROUTE_EXTRACT_H_INCLUDED_ */

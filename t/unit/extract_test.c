@@ -1,0 +1,310 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+/*
+ * Unit test of the stage from a request body to block hashes
+ * (src/ngx_http_prefix_route_extract.c), TAP output: the same body read
+ * from one buffer, from many, from the client body temporary file (more
+ * than one 64 KiB read) and from both gives the same hashes; the file's
+ * offset is left as it was; a body past the memory budget, one that is
+ * not JSON, one without a prompt and no body at all are declined, each
+ * with its reason.
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <jansson.h>
+#include <stdio.h>
+
+#include "ngx_http_prefix_route_extract.h"
+#include "ngx_http_prefix_route_prompt.h"
+#include "ngx_http_prefix_route_hash.h"
+#include "tap.h"
+
+
+#define TEST_CAP     65536
+#define TEST_BLOCK   64
+#define TEST_PIECES  64
+
+
+typedef struct {
+    ngx_int_t                         rc;
+    ngx_http_prefix_route_extract_t   x;
+    uint64_t                          hash[TEST_CAP / TEST_BLOCK];
+    u_char                            buf[TEST_CAP];
+    u_char                            name[32];
+    size_t                            answers[2 * 8];
+} test_out_t;
+
+
+static void test_extract(u_char *body, size_t len, ngx_uint_t pieces,
+    ngx_uint_t in_file, test_out_t *out);
+static ngx_uint_t test_same(test_out_t *a, test_out_t *b);
+static u_char *test_chat(size_t messages, size_t *len);
+
+
+static ngx_file_t   test_file;
+static ngx_uint_t   test_moved;     /* the stage moved the file's offset */
+
+
+int
+main(void)
+{
+    FILE          *f;
+    u_char        *body, *p;
+    size_t         len, i;
+    test_out_t    *a, *b;
+    ngx_uint_t     ok;
+
+    ngx_http_prefix_route_extract_init(malloc, free);
+
+    f = tmpfile();
+    a = malloc(sizeof(test_out_t));
+    b = malloc(sizeof(test_out_t));
+
+    if (f == NULL || a == NULL || b == NULL) {
+        printf("Bail out! no memory or no temporary file\n");
+        return 255;
+    }
+
+    test_file.fd = fileno(f);
+
+    /* ~200 KB of chat: a file buffer takes several 64 KiB reads */
+
+    body = test_chat(1500, &len);
+
+    if (len < 3 * 65536 || pwrite(test_file.fd, body, len, 0) != (ssize_t) len)
+    {
+        printf("Bail out! test body of %d bytes\n", (int) len);
+        return 255;
+    }
+
+    test_extract(body, len, 1, 0, a);
+
+    test_ok(a->rc == NGX_OK && a->x.len == TEST_CAP && !a->x.whole
+            && a->x.nblocks == TEST_CAP / TEST_BLOCK
+            && a->x.nanswers > 0 && a->x.name_len == 5
+            && ngx_strcmp(a->name, "llama") == 0,
+            "a body in one buffer: a prompt cut at max_prefix, its blocks, "
+            "its model and its answers");
+
+    /* the reference: the body parsed whole, the prompt built and hashed */
+    {
+        json_t                          *root;
+        uint64_t                         h[TEST_CAP / TEST_BLOCK], key;
+        ngx_uint_t                       n;
+        ngx_http_prefix_route_prompt_t   pr;
+
+        ngx_memzero(&pr, sizeof(pr));
+        pr.buf = b->buf;
+        pr.size = TEST_CAP;
+
+        root = json_loadb((char *) body, len, JSON_ALLOW_NUL, NULL);
+        ok = root != NULL
+             && ngx_http_prefix_route_prompt_build(root, &pr) == NGX_OK;
+        json_decref(root);
+
+        n = ngx_http_prefix_route_hash_blocks(pr.buf, pr.len, TEST_BLOCK,
+                                              pr.seed, h,
+                                              TEST_CAP / TEST_BLOCK);
+        key = ngx_http_prefix_route_hash(pr.buf,
+                                         ngx_min(pr.key,
+                                              NGX_HTTP_PREFIX_ROUTE_KEY_SIZE),
+                                         pr.seed);
+
+        test_ok(ok && n == a->x.nblocks && key == a->x.key
+                && pr.seed == a->x.seed
+                && ngx_memcmp(h, a->hash, n * sizeof(uint64_t)) == 0,
+                "the same hashes, key and seed as the prompt built from "
+                "the body's tree");
+    }
+
+    test_extract(body, len, TEST_PIECES, 0, b);
+    test_ok(test_same(a, b), "in 64 buffers in memory: the same hashes");
+
+    test_extract(body, len, 1, 1, b);
+    test_ok(test_same(a, b) && !test_moved,
+            "in the temporary file, read 64 KiB at a time: the same hashes, "
+            "the file's offset left as it was");
+
+    test_extract(body, len, TEST_PIECES, 1, b);
+    test_ok(test_same(a, b) && !test_moved,
+            "in 64 buffers, every other one in the file: the same hashes");
+
+    free(body);
+
+    /* a short body: the whole prompt, key within it */
+
+    body = test_chat(2, &len);
+    test_extract(body, len, 3, 1, a);
+    test_ok(a->rc == NGX_OK && a->x.whole && a->x.len < TEST_CAP
+            && a->x.nblocks == a->x.len / TEST_BLOCK,
+            "a short body: the whole prompt, len / block blocks");
+    free(body);
+
+    /* 400,000 empty objects need ~70 bytes of jansson a body byte */
+
+    len = 400000 * 3 + 32;
+    body = malloc(len);
+
+    if (body == NULL) {
+        printf("Bail out! no memory\n");
+        return 255;
+    }
+
+    p = ngx_cpymem(body, "{\"messages\":[", 13);
+
+    for (i = 0; i < 400000; i++) {
+        p = ngx_cpymem(p, "{},", 3);
+    }
+
+    p = ngx_cpymem(p, "{}]}", 4);
+    len = p - body;
+
+    test_extract(body, len, TEST_PIECES, 0, a);
+    test_ok(a->rc == NGX_DECLINED
+            && a->x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_BUDGET
+            && a->x.size == (off_t) len
+            && a->x.budget == NGX_HTTP_PREFIX_ROUTE_JSON_BUDGET(len),
+            "a body that needs more than its budget to parse is declined: "
+            "budget");
+    free(body);
+
+    body = (u_char *) "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",";
+    test_extract(body, ngx_strlen(body), 3, 0, a);
+    test_ok(a->rc == NGX_DECLINED
+            && a->x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON
+            && a->x.json_error != 0 && a->x.position > 0,
+            "a body cut short is declined: not JSON, with jansson's error "
+            "and its byte");
+
+    body = (u_char *) "{\"model\":\"m\",\"input_text\":\"hello\"}";
+    test_extract(body, ngx_strlen(body), 1, 0, a);
+    test_ok(a->rc == NGX_DECLINED
+            && a->x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT,
+            "JSON without a prompt is declined: no prompt");
+
+    body = (u_char *) "[{\"role\":\"user\",\"content\":\"hello\"}]";
+    test_extract(body, ngx_strlen(body), 1, 0, a);
+    test_ok(a->rc == NGX_DECLINED
+            && a->x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT,
+            "a JSON array is declined: no prompt");
+
+    test_extract(NULL, 0, 0, 0, a);
+    test_ok(a->rc == NGX_DECLINED
+            && a->x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_EMPTY,
+            "no body is declined: empty");
+
+    free(a);
+    free(b);
+
+    return test_done();
+}
+
+
+/*
+ * Runs the stage over "body" cut into "pieces" buffers of a chain, those
+ * of odd number in the file when "in_file" (all of them with one piece),
+ * the file holding the whole body at offset 0.
+ */
+
+static void
+test_extract(u_char *body, size_t len, ngx_uint_t pieces, ngx_uint_t in_file,
+    test_out_t *out)
+{
+    off_t         start, end;
+    ngx_buf_t     bufs[TEST_PIECES];
+    ngx_uint_t    i;
+    ngx_chain_t   chain[TEST_PIECES];
+
+    ngx_memzero(bufs, sizeof(bufs));
+
+    for (i = 0; i < pieces; i++) {
+        start = len * i / pieces;
+        end = len * (i + 1) / pieces;
+
+        if (in_file && (pieces == 1 || i % 2)) {
+            bufs[i].in_file = 1;
+            bufs[i].file = &test_file;
+            bufs[i].file_pos = start;
+            bufs[i].file_last = end;
+
+        } else {
+            bufs[i].memory = 1;
+            bufs[i].pos = body + start;
+            bufs[i].last = body + end;
+        }
+
+        chain[i].buf = &bufs[i];
+        chain[i].next = (i + 1 < pieces) ? &chain[i + 1] : NULL;
+    }
+
+    test_file.offset = 777;
+
+    ngx_memzero(&out->x, sizeof(ngx_http_prefix_route_extract_t));
+    out->x.max_prefix = TEST_CAP;
+    out->x.block = TEST_BLOCK;
+    out->x.buf = out->buf;
+    out->x.hash = out->hash;
+    out->x.name = out->name;
+    out->x.name_size = sizeof(out->name);
+    out->x.answers = out->answers;
+    out->x.max_answers = 8;
+
+    out->rc = ngx_http_prefix_route_extract(&out->x, pieces ? chain : NULL);
+
+    test_moved = (test_file.offset != 777);
+}
+
+
+static ngx_uint_t
+test_same(test_out_t *a, test_out_t *b)
+{
+    return a->rc == NGX_OK && b->rc == NGX_OK
+           && a->x.len == b->x.len
+           && a->x.key == b->x.key
+           && a->x.seed == b->x.seed
+           && a->x.nblocks == b->x.nblocks
+           && ngx_memcmp(a->hash, b->hash, a->x.nblocks * sizeof(uint64_t))
+              == 0;
+}
+
+
+/*
+ * A chat completion request of "messages" turns after a system prompt,
+ * user and assistant in turn, ~130 bytes each; the model is "llama".
+ */
+
+static u_char *
+test_chat(size_t messages, size_t *len)
+{
+    u_char  *body, *p;
+    size_t   i;
+
+    body = malloc(256 + messages * 160);
+    if (body == NULL) {
+        printf("Bail out! no memory\n");
+        exit(255);
+    }
+
+    p = body + sprintf((char *) body, "{\"model\":\"llama\",\"messages\":"
+                       "[{\"role\":\"system\",\"content\":\"You are a "
+                       "helpful assistant.\"}");
+
+    for (i = 0; i < messages; i++) {
+        p += sprintf((char *) p, ",{\"role\":\"%s\",\"content\":\"Turn %u: "
+                     "a sentence about the number %u, long enough to fill a "
+                     "few blocks of the canonical prompt.\"}",
+                     i % 2 ? "assistant" : "user", (unsigned) i,
+                     (unsigned) (i * 7));
+    }
+
+    p = ngx_cpymem(p, "],\"stream\":true}", 16);
+    *len = p - body;
+
+    return body;
+}
