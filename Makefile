@@ -565,6 +565,10 @@ check: browser-check
 #                   30% of the load goes straight to the backends, with 3
 #                   nginx instances, and with a backend restarted
 #                   (bench/results/probes.md, ~20 min)
+#   make bench-extract
+#                   the stage from body to hashes alone, MB/s and us a body,
+#                   and its parts (jansson, prompt, hashes), on chat bodies
+#                   of 1 to 512 KiB (bench/results/extract.md, ~1 min)
 #   make bench-deps install python3-matplotlib (the plots) when missing,
 #                   as root; make test does not need it
 
@@ -572,7 +576,7 @@ BENCH_PACKAGES =    python3-matplotlib
 BENCH_PORT ?=       21000
 BENCH_ARGS ?=
 
-.PHONY: bench bench-deps bench-feedback bench-probes
+.PHONY: bench bench-deps bench-feedback bench-probes bench-extract
 
 bench-deps:
 	$(call deb-install,$(BENCH_PACKAGES))
@@ -586,6 +590,19 @@ bench: all $(NGINX_BIN) bench-deps
 bench-feedback: all $(NGINX_BIN) bench-deps
 	NGINX_BIN=$(NGINX_BIN) /usr/bin/python3 bench/run/bench.py feedback \
 	    --module $(CURDIR)/$(MODULE) --port-base $(BENCH_PORT)
+
+# the stage from body to hashes alone, MB/s (bench/results/extract.md)
+EXTRACT_BENCH =     $(BUILD)/extract_bench
+
+$(EXTRACT_BENCH): bench/extract/extract_bench.c t/unit/lib/*.c src/*.c \
+                  src/*.h $(NGX_BUILD)/objs/Makefile
+	$(CC) $(subst -O1,-O2,$(UNIT_CFLAGS)) -o $@ $< \
+	    src/ngx_http_prefix_route_extract.c \
+	    src/ngx_http_prefix_route_prompt.c src/ngx_http_prefix_route_hash.c \
+	    t/unit/lib/ngx_read_file.c -ljansson -lxxhash
+
+bench-extract: $(EXTRACT_BENCH)
+	bench/extract/run $(EXTRACT_BENCH)
 
 # with and without prefix_route_probe: 30% of the load past nginx, 3 nginx
 # instances, a backend restarted (bench/results/probes.md)
