@@ -67,6 +67,8 @@ static void test_show(const char *label, u_char *p, size_t len);
 static void test_bytes(const char *name, const char *json, const char *expect,
     size_t len);
 static void test_key_at(const char *name, const char *json, size_t key);
+static void test_same(const char *name, const char *json1,
+    const char *json2);
 static void test_differ(const char *name, const char *json1,
     const char *json2);
 static void test_prefix(const char *name, const char *json1,
@@ -323,6 +325,21 @@ test_key_at(const char *name, const char *json, size_t key)
 
 
 static void
+test_same(const char *name, const char *json1, const char *json2)
+{
+    test_out_t  out1, out2;
+
+    test_build(json1, TEST_SIZE, &out1);
+    test_build(json2, TEST_SIZE, &out2);
+
+    test_ok(out1.rc == NGX_OK && out2.rc == NGX_OK && out1.len > 0
+            && out1.len == out2.len && out1.key == out2.key
+            && out1.seed == out2.seed
+            && ngx_memcmp(out1.buf, out2.buf, out1.len) == 0, name);
+}
+
+
+static void
 test_differ(const char *name, const char *json1, const char *json2)
 {
     test_out_t  out1, out2;
@@ -477,6 +494,52 @@ main(void)
             "{'a':2,'b':1}},'type':'function'}]"
             RS "functions" US "c" FS "[{'name':'g'}]"
             RS "user" US "c" "q");
+
+    /*
+     * key orders: the SDKs send the same request with its keys in other
+     * orders (openai-python and anthropic-python in the order of their
+     * parameters, "messages" before "model", "system" and "tools";
+     * openai-node as the caller wrote it, usually "model" first): the
+     * same prompt, key and seed
+     */
+
+    test_same("order: openai-python (messages, model, stream, tools) and "
+              "openai-node (model, tools, messages)",
+              "{'messages':[{'role':'system','content':'s'},"
+              "{'role':'user','content':'q'}],'model':'m','stream':true,"
+              "'stream_options':{'include_usage':true},'tool_choice':'auto',"
+              "'tools':[{'type':'function','function':{'name':'f',"
+              "'parameters':{'type':'object'}}}]}",
+              "{'model':'m','tools':[{'function':{'parameters':"
+              "{'type':'object'},'name':'f'},'type':'function'}],"
+              "'messages':[{'content':'s','role':'system'},"
+              "{'content':'q','role':'user'}],'stream':true}");
+
+    test_same("order: anthropic-python (max_tokens, messages, model, "
+              "system, tools) and the model, system and tools first",
+              "{'max_tokens':1024,'messages':[{'role':'user','content':"
+              "[{'type':'text','text':'q'}]}],'model':'m','system':'s',"
+              "'tools':[{'name':'f','input_schema':{'type':'object'}}]}",
+              "{'model':'m','system':'s','tools':[{'input_schema':"
+              "{'type':'object'},'name':'f'}],'messages':[{'content':"
+              "[{'text':'q','type':'text'}],'role':'user'}],"
+              "'max_tokens':1024}");
+
+    test_same("order: responses, input before instructions and model",
+              "{'input':[{'role':'user','content':'q'}],'instructions':'s',"
+              "'model':'m'}",
+              "{'model':'m','instructions':'s',"
+              "'input':[{'role':'user','content':'q'}]}");
+
+    test_same("order: tool calls with their keys in another order",
+              "{'model':'m','messages':[{'role':'assistant','content':null,"
+              "'tool_calls':[{'id':'c1','type':'function','function':"
+              "{'name':'f','arguments':'{}'}}]},{'role':'tool',"
+              "'tool_call_id':'c1','content':'r'}]}",
+              "{'messages':[{'tool_calls':[{'function':{'arguments':'{}',"
+              "'name':'f'},'type':'function','id':'c1'}],'content':null,"
+              "'role':'assistant'},{'content':'r','tool_call_id':'c1',"
+              "'role':'tool'}],'model':'m'}");
 
     test_differ("chat: other tools, other prompt",
                 "{'tools':[{'type':'function','function':{'name':'f'}}],"
