@@ -108,6 +108,10 @@ static void ngx_http_prefix_route_status_peers(
     ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_http_upstream_rr_peers_t *peers, ngx_http_prefix_route_stat_t *st,
     size_t *size);
+static ngx_int_t ngx_http_prefix_route_status_escape(ngx_http_request_t *r,
+    ngx_array_t *stats, ngx_uint_t type);
+static ngx_str_t *ngx_http_prefix_route_status_escaped(ngx_http_request_t *r,
+    ngx_str_t *name, ngx_uint_t type);
 static u_char *ngx_http_prefix_route_status_json(u_char *p,
     ngx_array_t *stats);
 static u_char *ngx_http_prefix_route_status_prometheus(u_char *p,
@@ -261,7 +265,11 @@ ngx_http_prefix_route_status_handler(ngx_http_request_t *r)
         type = 2;
     }
 
-    if (ngx_http_prefix_route_status_collect(r, &stats, &size) != NGX_OK) {
+    if (ngx_http_prefix_route_status_collect(r, &stats, &size) != NGX_OK
+        || (type != 2
+            && ngx_http_prefix_route_status_escape(r, &stats, type)
+               != NGX_OK))
+    {
         return NGX_HTTP_INTERNAL_SERVER_ERROR;
     }
 
@@ -528,6 +536,112 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
 }
 
 
+/*
+ * Upstream, zone and server names (a unix socket path, a quoted upstream
+ * name) as JSON strings (type 0) or Prometheus label values (type 1):
+ * copies in the request's pool replace them in "stats".  HTML escapes
+ * them as it writes them.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_status_escape(ngx_http_request_t *r,
+    ngx_array_t *stats, ngx_uint_t type)
+{
+    ngx_uint_t                     i, n;
+    ngx_http_prefix_route_stat_t  *st;
+
+    st = stats->elts;
+
+    for (i = 0; i < stats->nelts; i++) {
+        st[i].name = ngx_http_prefix_route_status_escaped(r, st[i].name,
+                                                          type);
+        st[i].zone = ngx_http_prefix_route_status_escaped(r, st[i].zone,
+                                                          type);
+
+        if (st[i].name == NULL || st[i].zone == NULL) {
+            return NGX_ERROR;
+        }
+
+        for (n = 0; n < st[i].npeers; n++) {
+            st[i].peers[n].name = ngx_http_prefix_route_status_escaped(r,
+                                                     st[i].peers[n].name,
+                                                     type);
+            if (st[i].peers[n].name == NULL) {
+                return NGX_ERROR;
+            }
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
+ * "name" escaped: for JSON by ngx_escape_json(); for a Prometheus label
+ * value, backslash, double quote and line feed as \\, \" and \n (the text
+ * exposition format 0.0.4).  Returns "name" itself when nothing needs
+ * escaping, NULL without memory.  The output's size bound of
+ * ngx_http_prefix_route_status_collect() counts names 6 times.
+ */
+
+static ngx_str_t *
+ngx_http_prefix_route_status_escaped(ngx_http_request_t *r, ngx_str_t *name,
+    ngx_uint_t type)
+{
+    u_char     *p, c;
+    size_t      n, extra;
+    ngx_str_t  *e;
+
+    if (type == 0) {
+        extra = ngx_escape_json(NULL, name->data, name->len);
+
+    } else {
+        extra = 0;
+
+        for (n = 0; n < name->len; n++) {
+            c = name->data[n];
+            extra += (c == '\\' || c == '"' || c == '\n');
+        }
+    }
+
+    if (extra == 0) {
+        return name;
+    }
+
+    e = ngx_palloc(r->pool, sizeof(ngx_str_t));
+    if (e == NULL) {
+        return NULL;
+    }
+
+    e->data = ngx_pnalloc(r->pool, name->len + extra);
+    if (e->data == NULL) {
+        return NULL;
+    }
+
+    e->len = name->len + extra;
+
+    if (type == 0) {
+        (void) ngx_escape_json(e->data, name->data, name->len);
+        return e;
+    }
+
+    p = e->data;
+
+    for (n = 0; n < name->len; n++) {
+        c = name->data[n];
+
+        if (c == '\\' || c == '"' || c == '\n') {
+            *p++ = '\\';
+            c = (c == '\n') ? 'n' : c;
+        }
+
+        *p++ = c;
+    }
+
+    return e;
+}
+
+
 static u_char *
 ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
 {
@@ -630,9 +744,9 @@ ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
 /*
  * The Prometheus text exposition format: each metric once with its HELP
  * and TYPE lines, then a sample per upstream (and peer), labelled
- * "upstream" and "peer".  Names are server addresses and upstream names,
- * which hold no character that needs escaping in a label value; model
- * names keep only letters, digits and "-._:/@+" (..._model_name()).
+ * "upstream" and "peer", whose values were escaped before
+ * (..._status_escape()); model names keep only letters, digits and
+ * "-._:/@+" (..._model_name()).
  */
 
 static u_char *

@@ -146,3 +146,23 @@ qr/\A(?:(?:# HELP nginx_prefix_route_\w+ [^\n]+|# TYPE nginx_prefix_route_\w+ (?
 ["Content-Type: text/html; charset=utf-8", "Content-Type: text/html; charset=utf-8"]
 --- response_body_like eval
 [(qr{<meta http-equiv="refresh" content="5">.*<h2>upstream llm</h2>\n<p>zone llm: \d+ of 1024 KiB used, 21 blocks indexed, 0 evicted, 0 forgotten<br>requests: BYPASS 1 MISS 1 HIT 2 SPILL 0; prompt bytes matched: [\d.]+%</p>\n<table>.*<tr><td>127\.0\.0\.1:19401</td><td class="up">up</td>.*<tr><td>127\.0\.0\.1:19402</td><td class="up">up</td>.*<h2>upstream other</h2>.*<tr><td>127\.0\.0\.1:19403</td><td class="up">up</td><td>0</td><td>0</td><td>0</td><td>0</td><td>-</td><td>0</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>\n</table>\n</body></html>\n\z}s) x 2]
+
+
+
+=== TEST 9: names that need escaping stay valid JSON, Prometheus text and HTML
+An upstream named a"b\c<d> over a unix socket named with a quote and a
+backslash: JSON escapes them (\" and \\), Prometheus label values too,
+HTML with entities.
+--- http_config eval
+$::Http . <<'_EOC_'
+upstream "a\"b\\c<d>" {
+    prefix_route zone=odd:1m;
+    server "unix:/tmp/x\"y\\z.sock";
+}
+_EOC_
+--- request eval
+["GET /status", "GET /status?format=prometheus", "GET /status?format=html"]
+--- response_body_like eval
+[qr/\{"name":"a\\"b\\\\c<d>","zone":"odd",.*"peers":\[\{"name":"unix:\/tmp\/x\\"y\\\\z\.sock","state":"up"/s,
+ qr/nginx_prefix_route_zone_size_bytes\{upstream="a\\"b\\\\c<d>"\} 1048576\n.*nginx_prefix_route_peer_state\{upstream="a\\"b\\\\c<d>",peer="unix:\/tmp\/x\\"y\\\\z\.sock",state="up"\} 1\n/s,
+ qr/<h2>upstream a&quot;b\\c&lt;d&gt;<\/h2>.*<tr><td>unix:\/tmp\/x&quot;y\\z\.sock<\/td>/s]
