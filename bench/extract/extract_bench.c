@@ -13,8 +13,9 @@
  * and the block hashes (ngx_http_prefix_route_hash_blocks()).  Each is
  * repeated for at least 0.5 s of CPU time; prints one line a body: its
  * bytes, then MB/s of body (10^6 bytes a second) and us a body for each.
+ * With -s, only the stage runs, for a profile of it alone (perf record).
  *
- * Usage: extract_bench body.json...
+ * Usage: extract_bench [-s] body.json...
  */
 
 
@@ -55,7 +56,7 @@ static void bench_hash(bench_t *b);
 int
 main(int argc, char **argv)
 {
-    int                               i;
+    int                               i, only;
     FILE                             *f;
     long                              n;
     double                            t[4];
@@ -70,7 +71,9 @@ main(int argc, char **argv)
     printf("# body bytes, then MB/s and us a body: stage, parse, prompt, "
            "hashes\n");
 
-    for (i = 1; i < argc; i++) {
+    only = (argc > 1 && strcmp(argv[1], "-s") == 0);
+
+    for (i = 1 + only; i < argc; i++) {
         f = fopen(argv[i], "rb");
         if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) <= 0)
         {
@@ -106,6 +109,15 @@ main(int argc, char **argv)
         b.seed = pr.seed;
 
         t[0] = bench_run(bench_stage, &b);
+
+        if (only) {
+            printf("%s %zu stage %.0f MB/s %.1f us\n", argv[i], b.len,
+                   b.len / t[0] / 1e6, t[0] * 1e6);
+            json_decref(b.root);
+            free(b.body);
+            continue;
+        }
+
         t[1] = bench_run(bench_parse, &b);
         t[2] = bench_run(bench_build, &b);
         t[3] = bench_run(bench_hash, &b);
