@@ -127,8 +127,8 @@ $(BUILD)/unit/%: t/unit/%.c t/unit/lib/*.c src/*.c src/*.h \
 	    src/ngx_http_prefix_route_hash.c src/ngx_http_prefix_route_choice.c \
 	    src/ngx_http_prefix_route_usage.c \
 	    src/ngx_http_prefix_route_metrics.c \
-	    src/ngx_http_prefix_route_extract.c t/unit/lib/ngx_read_file.c \
-	    -ljansson -lxxhash -lm
+	    src/ngx_http_prefix_route_extract.c src/ngx_http_prefix_route_scan.c \
+	    t/unit/lib/ngx_read_file.c -ljansson -lxxhash -lm
 
 # the index test links nginx's own slab allocator, red-black tree, shared
 # mutex and pools, from nginx's source (nginx-dev has headers only)
@@ -336,8 +336,8 @@ $(FUZZ_BIN): fuzz/prompt_fuzzer.c t/unit/lib/*.c src/*.c src/*.h \
 	    src/ngx_http_prefix_route_prompt.c src/ngx_http_prefix_route_hash.c \
 	    src/ngx_http_prefix_route_usage.c \
 	    src/ngx_http_prefix_route_metrics.c \
-	    src/ngx_http_prefix_route_extract.c t/unit/lib/ngx_read_file.c \
-	    -ljansson -lxxhash
+	    src/ngx_http_prefix_route_extract.c src/ngx_http_prefix_route_scan.c \
+	    t/unit/lib/ngx_read_file.c -ljansson -lxxhash
 
 fuzz-regress: deps fuzz-deps $(FUZZ_BIN)
 	@set -o pipefail; \
@@ -597,7 +597,7 @@ EXTRACT_BENCH =     $(BUILD)/extract_bench
 $(EXTRACT_BENCH): bench/extract/extract_bench.c t/unit/lib/*.c src/*.c \
                   src/*.h $(NGX_BUILD)/objs/Makefile
 	$(CC) $(subst -O1,-O2,$(UNIT_CFLAGS)) -o $@ $< \
-	    src/ngx_http_prefix_route_extract.c \
+	    src/ngx_http_prefix_route_extract.c src/ngx_http_prefix_route_scan.c \
 	    src/ngx_http_prefix_route_prompt.c src/ngx_http_prefix_route_hash.c \
 	    t/unit/lib/ngx_read_file.c -ljansson -lxxhash
 

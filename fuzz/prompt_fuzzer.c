@@ -56,6 +56,7 @@
 #include "ngx_http_prefix_route_usage.h"
 #include "ngx_http_prefix_route_metrics.h"
 #include "ngx_http_prefix_route_extract.h"
+#include "ngx_http_prefix_route_scan.h"
 
 
 #define FUZZ_CAP        65536       /* max_prefix=, default */
@@ -88,6 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void fuzz_extract(const uint8_t *data, size_t size, size_t piece,
     uint64_t h, json_t *again);
+static void fuzz_scan(const uint8_t *data, size_t size, size_t cap,
+    json_t *again);
 static void fuzz_build(json_t *root, size_t size, size_t block,
     fuzz_out_t *out);
 static void fuzz_same(const char *what, fuzz_out_t *a, fuzz_out_t *b);
@@ -155,6 +158,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* as the module reads a body: the stage itself */
 
     fuzz_extract(data, size, piece, h, again);
+
+    /* the fast path against jansson's tree, with the default and a small cap */
+
+    fuzz_scan(data, size, FUZZ_CAP, again);
+    fuzz_scan(data, size, small, again);
 
     if (again == NULL) {
         return 0;
@@ -346,6 +354,85 @@ done:
     free(x.buf);
     free(chain);
     free(bufs);
+}
+
+
+/*
+ * The fast path (src/ngx_http_prefix_route_scan.c) over the whole body
+ * with a cap of "cap" bytes: when it accepts the body, jansson must have
+ * parsed it ("again") and the prompt built from that tree must be the
+ * same, byte for byte, with the same key, seed, model, name and answers.
+ */
+
+static void
+fuzz_scan(const uint8_t *data, size_t size, size_t cap, json_t *again)
+{
+    u_char                          *buf, name[32];
+    size_t                           answers[2 * 8];
+    u_char                          *rbuf, rname[32];
+    size_t                           ranswers[2 * 8];
+    ngx_int_t                        rc, rrc;
+    ngx_http_prefix_route_prompt_t   pr, ref;
+
+    buf = malloc(cap + 1);
+    rbuf = malloc(cap + 1);
+
+    if (buf == NULL || rbuf == NULL) {
+        fprintf(stderr, "malloc() failed\n");
+        abort();
+    }
+
+    ngx_memzero(&pr, sizeof(pr));
+    pr.buf = buf;
+    pr.size = cap;
+    pr.name = name;
+    pr.name_size = sizeof(name);
+    pr.answers = answers;
+    pr.max_answers = 8;
+
+    rc = ngx_http_prefix_route_scan((u_char *) data, size, &pr);
+
+    if (rc != NGX_OK) {
+        goto done;
+    }
+
+    if (again == NULL) {
+        fprintf(stderr, "prompt_fuzzer: the fast path accepted a body "
+                "jansson refuses\n");
+        abort();
+    }
+
+    ref = pr;
+    ref.buf = rbuf;
+    ref.name = rname;
+    ref.answers = ranswers;
+
+    rrc = ngx_http_prefix_route_prompt_build(again, &ref);
+
+    if (rrc != NGX_OK
+        || pr.len != ref.len
+        || ngx_memcmp(pr.buf, ref.buf, pr.len) != 0
+        || pr.key != ref.key
+        || pr.seed != ref.seed
+        || pr.model != ref.model
+        || pr.name_len != ref.name_len
+        || ngx_memcmp(pr.name, ref.name, pr.name_len) != 0
+        || pr.nanswers != ref.nanswers
+        || ngx_memcmp(pr.answers, ref.answers,
+                      2 * pr.nanswers * sizeof(size_t)) != 0)
+    {
+        fprintf(stderr, "prompt_fuzzer: the fast path and jansson differ "
+                "(cap %zu): len %zu vs %zu, key %zu vs %zu, seed %s, "
+                "answers %u vs %u\n", cap, pr.len, ref.len, pr.key, ref.key,
+                pr.seed == ref.seed ? "same" : "differs",
+                (unsigned) pr.nanswers, (unsigned) ref.nanswers);
+        abort();
+    }
+
+done:
+
+    free(rbuf);
+    free(buf);
 }
 
 

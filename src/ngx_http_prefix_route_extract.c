@@ -11,6 +11,7 @@
 #include "ngx_http_prefix_route_extract.h"
 #include "ngx_http_prefix_route_prompt.h"
 #include "ngx_http_prefix_route_hash.h"
+#include "ngx_http_prefix_route_scan.h"
 
 
 /* the body is read from a temporary file in pieces this large */
@@ -106,6 +107,21 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     pr.max_answers = x->max_answers;
     pr.nanswers = 0;
 
+    /*
+     * the fast path, for the commonest body in one memory buffer; what it
+     * declines jansson parses
+     */
+
+    if (in->next == NULL
+        && ngx_buf_in_memory(in->buf)
+        && ngx_http_prefix_route_scan(in->buf->pos,
+                                      in->buf->last - in->buf->pos, &pr)
+           == NGX_OK)
+    {
+        rc = NGX_OK;
+        goto built;
+    }
+
     ngx_memzero(&body, sizeof(ngx_http_prefix_route_body_t));
     body.cl = in;
 
@@ -141,6 +157,8 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     json_decref(root);
 
     ngx_http_prefix_route_json_limited = 0;
+
+built:
 
     if (rc != NGX_OK || pr.len == 0) {
         x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT;

@@ -12,7 +12,9 @@
  * canonical prompt from the tree (ngx_http_prefix_route_prompt_build())
  * and the block hashes (ngx_http_prefix_route_hash_blocks()).  Each is
  * repeated for at least 0.5 s of CPU time; prints one line a body: its
- * bytes, then MB/s of body (10^6 bytes a second) and us a body for each.
+ * bytes, which path the stage took (the fast path of
+ * ngx_http_prefix_route_scan.c, or jansson), then MB/s of body (10^6
+ * bytes a second) and us a body for each.
  * With -s, only the stage runs, for a profile of it alone (perf record).
  *
  * Usage: extract_bench [-s] body.json...
@@ -28,6 +30,7 @@
 #include "ngx_http_prefix_route_extract.h"
 #include "ngx_http_prefix_route_prompt.h"
 #include "ngx_http_prefix_route_hash.h"
+#include "ngx_http_prefix_route_scan.h"
 
 
 #define BENCH_CAP     65536           /* max_prefix=, default */
@@ -56,7 +59,7 @@ static void bench_hash(bench_t *b);
 int
 main(int argc, char **argv)
 {
-    int                               i, only;
+    int                               i, only, fast;
     FILE                             *f;
     long                              n;
     double                            t[4];
@@ -68,8 +71,8 @@ main(int argc, char **argv)
     b.buf = malloc(BENCH_CAP);
     b.hash = malloc(BENCH_CAP / BENCH_BLOCK * sizeof(uint64_t));
 
-    printf("# body bytes, then MB/s and us a body: stage, parse, prompt, "
-           "hashes\n");
+    printf("# body bytes, path, then MB/s and us a body: stage, parse, "
+           "prompt, hashes\n");
 
     only = (argc > 1 && strcmp(argv[1], "-s") == 0);
 
@@ -108,6 +111,9 @@ main(int argc, char **argv)
         b.plen = pr.len;
         b.seed = pr.seed;
 
+        pr.len = 0;
+        fast = (ngx_http_prefix_route_scan(b.body, b.len, &pr) == NGX_OK);
+
         t[0] = bench_run(bench_stage, &b);
 
         if (only) {
@@ -122,9 +128,9 @@ main(int argc, char **argv)
         t[2] = bench_run(bench_build, &b);
         t[3] = bench_run(bench_hash, &b);
 
-        printf("%s %zu stage %.0f MB/s %.1f us, parse %.0f MB/s %.1f us, "
+        printf("%s %zu %s stage %.0f MB/s %.1f us, parse %.0f MB/s %.1f us, "
                "prompt %.0f MB/s %.1f us, hashes %.0f MB/s %.1f us\n",
-               argv[i], b.len,
+               argv[i], b.len, fast ? "fast" : "jansson",
                b.len / t[0] / 1e6, t[0] * 1e6, b.len / t[1] / 1e6,
                t[1] * 1e6, b.len / t[2] / 1e6, t[2] * 1e6,
                b.len / t[3] / 1e6, t[3] * 1e6);
