@@ -30,6 +30,7 @@ typedef struct {
 } ngx_http_prefix_route_body_t;
 
 
+static u_char *ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size);
 static size_t ngx_http_prefix_route_read(void *buffer, size_t buflen,
     void *data);
 static void *ngx_http_prefix_route_json_malloc(size_t size);
@@ -46,6 +47,16 @@ static ngx_uint_t  ngx_http_prefix_route_json_refused;
 
 static void     *(*ngx_http_prefix_route_json_alloc)(size_t size) = malloc;
 static void      (*ngx_http_prefix_route_json_release)(void *p) = free;
+
+/*
+ * A body in memory but in several buffers (nginx's header buffer holds its
+ * first bytes) is gathered for the fast path into one buffer of the
+ * process, grown to the largest such body up to this size and kept
+ */
+#define NGX_HTTP_PREFIX_ROUTE_GATHER_MAX    (8 * 1024 * 1024)
+
+static u_char  *ngx_http_prefix_route_gather_buf;
+static size_t   ngx_http_prefix_route_gather_size;
 
 /* file reads: a fixed buffer of the process, not one per request */
 static u_char  ngx_http_prefix_route_read_buf[NGX_HTTP_PREFIX_ROUTE_READ_SIZE];
@@ -67,6 +78,7 @@ ngx_int_t
 ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     ngx_chain_t *in)
 {
+    u_char                          *p;
     json_t                          *root;
     ngx_int_t                        rc;
     ngx_chain_t                     *cl;
@@ -112,11 +124,10 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
      * declines jansson parses
      */
 
-    if (in->next == NULL
-        && ngx_buf_in_memory(in->buf)
-        && ngx_http_prefix_route_scan(in->buf->pos,
-                                      in->buf->last - in->buf->pos, &pr)
-           == NGX_OK)
+    p = ngx_http_prefix_route_gather(in, x->size);
+
+    if (p != NULL
+        && ngx_http_prefix_route_scan(p, (size_t) x->size, &pr) == NGX_OK)
     {
         rc = NGX_OK;
         goto built;
@@ -181,6 +192,61 @@ built:
                                         pr.seed);
 
     return NGX_OK;
+}
+
+
+/*
+ * The body's bytes in one piece for the fast path: the buffer itself when
+ * there is one, else its memory buffers copied into the gather buffer.
+ * Returns NULL when a part is in a file, the body is larger than
+ * NGX_HTTP_PREFIX_ROUTE_GATHER_MAX or memory is short: jansson then reads
+ * it from the chain.
+ */
+
+static u_char *
+ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size)
+{
+    u_char       *p, *buf;
+    size_t        n;
+    ngx_chain_t  *cl;
+
+    if (in->next == NULL) {
+        return ngx_buf_in_memory(in->buf) ? in->buf->pos : NULL;
+    }
+
+    if (size > NGX_HTTP_PREFIX_ROUTE_GATHER_MAX) {
+        return NULL;
+    }
+
+    for (cl = in; cl; cl = cl->next) {
+        if (!ngx_buf_in_memory(cl->buf)) {
+            return NULL;
+        }
+    }
+
+    if ((size_t) size > ngx_http_prefix_route_gather_size) {
+
+        for (n = 65536; n < (size_t) size; n *= 2) {
+            /* void */
+        }
+
+        buf = malloc(n);
+        if (buf == NULL) {
+            return NULL;
+        }
+
+        free(ngx_http_prefix_route_gather_buf);
+        ngx_http_prefix_route_gather_buf = buf;
+        ngx_http_prefix_route_gather_size = n;
+    }
+
+    p = ngx_http_prefix_route_gather_buf;
+
+    for (cl = in; cl; cl = cl->next) {
+        p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
+    }
+
+    return ngx_http_prefix_route_gather_buf;
 }
 
 
