@@ -333,6 +333,7 @@ static void
 ngx_http_prefix_route_exit_process(ngx_cycle_t *cycle)
 {
     ngx_http_prefix_route_each(cycle, ngx_http_prefix_route_load_release);
+    ngx_http_prefix_route_extract_exit();
 }
 
 

@@ -74,6 +74,16 @@ ngx_http_prefix_route_extract_init(void *(*alloc)(size_t size),
 }
 
 
+void
+ngx_http_prefix_route_extract_exit(void)
+{
+    free(ngx_http_prefix_route_gather_buf);
+
+    ngx_http_prefix_route_gather_buf = NULL;
+    ngx_http_prefix_route_gather_size = 0;
+}
+
+
 ngx_int_t
 ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     ngx_chain_t *in)

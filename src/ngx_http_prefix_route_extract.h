@@ -95,6 +95,12 @@ void ngx_http_prefix_route_extract_init(void *(*alloc)(size_t size),
     void (*release)(void *p));
 
 /*
+ * Frees what the stage keeps for the process (the buffer that gathers a
+ * body of several memory buffers for the fast path), when it exits.
+ */
+void ngx_http_prefix_route_extract_exit(void);
+
+/*
  * Reads the body in the buffer chain "in" (bytes in memory and/or in a
  * file, read with ngx_read_file() without moving the file's offset, 64 KiB
  * at a time into a buffer of the process) and fills x with its prompt's
