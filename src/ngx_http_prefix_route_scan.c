@@ -68,6 +68,10 @@ static ngx_int_t ngx_http_prefix_route_scan_messages(
     ngx_http_prefix_route_scan_t *s);
 static ngx_int_t ngx_http_prefix_route_scan_message(
     ngx_http_prefix_route_scan_t *s);
+static ngx_int_t ngx_http_prefix_route_scan_key(
+    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_span_t *key);
+static ngx_int_t ngx_http_prefix_route_scan_next(
+    ngx_http_prefix_route_scan_t *s, u_char close);
 static ngx_int_t ngx_http_prefix_route_scan_value(
     ngx_http_prefix_route_scan_t *s, ngx_uint_t depth);
 static ngx_int_t ngx_http_prefix_route_scan_string(
@@ -92,6 +96,7 @@ ngx_int_t
 ngx_http_prefix_route_scan(u_char *p, size_t len,
     ngx_http_prefix_route_prompt_t *pr)
 {
+    ngx_int_t                      rc;
     ngx_uint_t                     seen;
     ngx_http_prefix_route_span_t   key, model, salt;
     ngx_http_prefix_route_scan_t   s;
@@ -117,23 +122,10 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
         return NGX_DECLINED;
     }
 
-    for ( ;; ) {
-        ngx_http_prefix_route_scan_ws(&s);
-
-        if (s.p == s.last || *s.p != '"'
-            || ngx_http_prefix_route_scan_string(&s, &key) != NGX_OK
-            || key.escaped)
-        {
+    do {
+        if (ngx_http_prefix_route_scan_key(&s, &key) != NGX_OK) {
             return NGX_DECLINED;
         }
-
-        ngx_http_prefix_route_scan_ws(&s);
-
-        if (s.p == s.last || *s.p++ != ':') {
-            return NGX_DECLINED;
-        }
-
-        ngx_http_prefix_route_scan_ws(&s);
 
         if (ngx_http_prefix_route_scan_eq(&key, "messages")) {
 
@@ -185,22 +177,12 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
             return NGX_DECLINED;
         }
 
-        ngx_http_prefix_route_scan_ws(&s);
+        rc = ngx_http_prefix_route_scan_next(&s, '}');
 
-        if (s.p == s.last) {
-            return NGX_DECLINED;
-        }
+    } while (rc == NGX_AGAIN);
 
-        if (*s.p == ',') {
-            s.p++;
-            continue;
-        }
-
-        if (*s.p++ != '}') {
-            return NGX_DECLINED;
-        }
-
-        break;
+    if (rc != NGX_OK) {
+        return NGX_DECLINED;
     }
 
     ngx_http_prefix_route_scan_ws(&s);
@@ -240,6 +222,8 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 static ngx_int_t
 ngx_http_prefix_route_scan_messages(ngx_http_prefix_route_scan_t *s)
 {
+    ngx_int_t  rc;
+
     if (s->p == s->last || *s->p++ != '[') {
         return NGX_DECLINED;
     }
@@ -251,26 +235,18 @@ ngx_http_prefix_route_scan_messages(ngx_http_prefix_route_scan_t *s)
         return NGX_OK;
     }
 
-    for ( ;; ) {
+    do {
         ngx_http_prefix_route_scan_ws(s);
 
         if (ngx_http_prefix_route_scan_message(s) != NGX_OK) {
             return NGX_DECLINED;
         }
 
-        ngx_http_prefix_route_scan_ws(s);
+        rc = ngx_http_prefix_route_scan_next(s, ']');
 
-        if (s->p == s->last) {
-            return NGX_DECLINED;
-        }
+    } while (rc == NGX_AGAIN);
 
-        if (*s->p == ',') {
-            s->p++;
-            continue;
-        }
-
-        return (*s->p++ == ']') ? NGX_OK : NGX_DECLINED;
-    }
+    return rc;
 }
 
 
@@ -284,6 +260,7 @@ static ngx_int_t
 ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
 {
     size_t                           start;
+    ngx_int_t                        rc;
     ngx_http_prefix_route_span_t     key, role, content, *v;
     ngx_http_prefix_route_prompt_t  *pr;
 
@@ -294,13 +271,8 @@ ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
     role.data = NULL;
     content.data = NULL;
 
-    for ( ;; ) {
-        ngx_http_prefix_route_scan_ws(s);
-
-        if (s->p == s->last || *s->p != '"'
-            || ngx_http_prefix_route_scan_string(s, &key) != NGX_OK
-            || key.escaped)
-        {
+    do {
+        if (ngx_http_prefix_route_scan_key(s, &key) != NGX_OK) {
             return NGX_DECLINED;
         }
 
@@ -315,39 +287,17 @@ ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
             return NGX_DECLINED;
         }
 
-        ngx_http_prefix_route_scan_ws(s);
-
-        if (s->p == s->last || *s->p++ != ':') {
-            return NGX_DECLINED;
-        }
-
-        ngx_http_prefix_route_scan_ws(s);
-
         if (v->data != NULL || s->p == s->last || *s->p != '"'
             || ngx_http_prefix_route_scan_string(s, v) != NGX_OK)
         {
             return NGX_DECLINED;
         }
 
-        ngx_http_prefix_route_scan_ws(s);
+        rc = ngx_http_prefix_route_scan_next(s, '}');
 
-        if (s->p == s->last) {
-            return NGX_DECLINED;
-        }
+    } while (rc == NGX_AGAIN);
 
-        if (*s->p == ',') {
-            s->p++;
-            continue;
-        }
-
-        if (*s->p++ != '}') {
-            return NGX_DECLINED;
-        }
-
-        break;
-    }
-
-    if (role.data == NULL || role.escaped || content.data == NULL) {
+    if (rc != NGX_OK || role.data == NULL || role.escaped || content.data == NULL) {
         return NGX_DECLINED;
     }
 
@@ -393,6 +343,7 @@ ngx_http_prefix_route_scan_value(ngx_http_prefix_route_scan_t *s,
     ngx_uint_t depth)
 {
     u_char                        c, close;
+    ngx_int_t                     rc;
     ngx_http_prefix_route_span_t  sp;
 
     if (s->p == s->last || depth > NGX_HTTP_PREFIX_ROUTE_SCAN_DEPTH) {
@@ -448,45 +399,73 @@ ngx_http_prefix_route_scan_value(ngx_http_prefix_route_scan_t *s,
         return NGX_OK;
     }
 
-    for ( ;; ) {
+    do {
         ngx_http_prefix_route_scan_ws(s);
 
-        if (c == '{') {
-            /* an escaped key may hold a NUL, which jansson refuses */
-
-            if (s->p == s->last || *s->p != '"'
-                || ngx_http_prefix_route_scan_string(s, &sp) != NGX_OK
-                || sp.escaped)
-            {
-                return NGX_DECLINED;
-            }
-
-            ngx_http_prefix_route_scan_ws(s);
-
-            if (s->p == s->last || *s->p++ != ':') {
-                return NGX_DECLINED;
-            }
-
-            ngx_http_prefix_route_scan_ws(s);
-        }
-
-        if (ngx_http_prefix_route_scan_value(s, depth + 1) != NGX_OK) {
+        if ((c == '{' && ngx_http_prefix_route_scan_key(s, &sp) != NGX_OK)
+            || ngx_http_prefix_route_scan_value(s, depth + 1) != NGX_OK)
+        {
             return NGX_DECLINED;
         }
 
-        ngx_http_prefix_route_scan_ws(s);
+        rc = ngx_http_prefix_route_scan_next(s, close);
 
-        if (s->p == s->last) {
-            return NGX_DECLINED;
-        }
+    } while (rc == NGX_AGAIN);
 
-        if (*s->p == ',') {
-            s->p++;
-            continue;
-        }
+    return rc;
+}
 
-        return (*s->p++ == close) ? NGX_OK : NGX_DECLINED;
+
+/*
+ * An object member's key, a string without escapes (an escaped key may
+ * hold a NUL, which jansson refuses), and its colon: the value is next.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_key(ngx_http_prefix_route_scan_t *s,
+    ngx_http_prefix_route_span_t *key)
+{
+    ngx_http_prefix_route_scan_ws(s);
+
+    if (s->p == s->last || *s->p != '"'
+        || ngx_http_prefix_route_scan_string(s, key) != NGX_OK
+        || key->escaped)
+    {
+        return NGX_DECLINED;
     }
+
+    ngx_http_prefix_route_scan_ws(s);
+
+    if (s->p == s->last || *s->p++ != ':') {
+        return NGX_DECLINED;
+    }
+
+    ngx_http_prefix_route_scan_ws(s);
+
+    return NGX_OK;
+}
+
+
+/*
+ * After a member or an element: NGX_AGAIN at a comma, NGX_OK at "close",
+ * NGX_DECLINED otherwise.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_next(ngx_http_prefix_route_scan_t *s, u_char close)
+{
+    ngx_http_prefix_route_scan_ws(s);
+
+    if (s->p == s->last) {
+        return NGX_DECLINED;
+    }
+
+    if (*s->p == ',') {
+        s->p++;
+        return NGX_AGAIN;
+    }
+
+    return (*s->p++ == close) ? NGX_OK : NGX_DECLINED;
 }
 
 
