@@ -297,7 +297,9 @@ ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
 
     } while (rc == NGX_AGAIN);
 
-    if (rc != NGX_OK || role.data == NULL || role.escaped || content.data == NULL) {
+    if (rc != NGX_OK
+        || role.data == NULL || role.escaped || content.data == NULL)
+    {
         return NGX_DECLINED;
     }
 
