@@ -13,6 +13,8 @@
 
 /* the control bytes of the canonical form, as ngx_http_prefix_route_prompt.c */
 #define NGX_HTTP_PREFIX_ROUTE_ESC   0x1b
+#define NGX_HTTP_PREFIX_ROUTE_FS    0x1c
+#define NGX_HTTP_PREFIX_ROUTE_GS    0x1d
 #define NGX_HTTP_PREFIX_ROUTE_RS    0x1e
 #define NGX_HTTP_PREFIX_ROUTE_US    0x1f
 
@@ -22,14 +24,36 @@
 /* integer digits of a number at most: below jansson's int64 overflow */
 #define NGX_HTTP_PREFIX_ROUTE_SCAN_DIGITS  18
 
+/*
+ * members of the objects being written as canonical JSON at once, along
+ * one path from the outermost: more are declined
+ */
+#define NGX_HTTP_PREFIX_ROUTE_MEMBERS 256
 
-typedef struct {
-    u_char                          *p;
-    u_char                          *last;
-    ngx_http_prefix_route_prompt_t  *pr;
-    ngx_uint_t                       stop;     /* pr->buf is full */
-    ngx_uint_t                       keyed;    /* pr->key is set */
-} ngx_http_prefix_route_scan_t;
+
+/*
+ * Whether 8 bytes (a word, any byte order) hold a '"' or a '\\' (quote),
+ * or also a control byte or one of 0x80 and above (plain): exact in
+ * telling that one is there, not where (a borrow may mark the next byte
+ * too).  The classic "has a zero byte" test, x - 0x01.. & ~x & 0x80..
+ */
+#define NGX_HTTP_PREFIX_ROUTE_ONES    0x0101010101010101ULL
+#define NGX_HTTP_PREFIX_ROUTE_HIGHS   0x8080808080808080ULL
+
+#define ngx_http_prefix_route_scan_zero(x)                                    \
+    (((x) - NGX_HTTP_PREFIX_ROUTE_ONES) & ~(x) & NGX_HTTP_PREFIX_ROUTE_HIGHS)
+
+#define ngx_http_prefix_route_scan_has(w, c)                                  \
+    ngx_http_prefix_route_scan_zero((w) ^ (NGX_HTTP_PREFIX_ROUTE_ONES * (c)))
+
+#define ngx_http_prefix_route_scan_quote(w)                                   \
+    (ngx_http_prefix_route_scan_has(w, '"')                                   \
+     | ngx_http_prefix_route_scan_has(w, '\\'))
+
+#define ngx_http_prefix_route_scan_plain(w)                                   \
+    (ngx_http_prefix_route_scan_quote(w)                                      \
+     | ((((w) - NGX_HTTP_PREFIX_ROUTE_ONES * 0x20) | (w))                     \
+        & NGX_HTTP_PREFIX_ROUTE_HIGHS))
 
 
 /* a string's bytes between its quotes, checked */
@@ -38,6 +62,35 @@ typedef struct {
     size_t                           len;
     ngx_uint_t                       escaped;  /* holds a \ escape */
 } ngx_http_prefix_route_span_t;
+
+
+/* a member the walk writes, found by the scan */
+typedef struct {
+    u_char                          *value;    /* NULL: absent or null */
+    ngx_http_prefix_route_span_t     str;      /* when value is a string */
+    ngx_uint_t                       seen;
+} ngx_http_prefix_route_field_t;
+
+
+/* an object member to sort by key for canonical JSON */
+typedef struct {
+    u_char                          *key;
+    size_t                           len;
+    u_char                          *value;
+} ngx_http_prefix_route_member_t;
+
+
+typedef struct {
+    u_char                          *p;
+    u_char                          *last;
+    ngx_http_prefix_route_prompt_t  *pr;
+    ngx_uint_t                       stop;     /* pr->buf is full */
+    ngx_uint_t                       keyed;    /* pr->key is set */
+    ngx_uint_t                       measure;  /* count the bytes only */
+    size_t                           measured;
+    ngx_uint_t                       nmembers;
+    ngx_http_prefix_route_member_t   members[NGX_HTTP_PREFIX_ROUTE_MEMBERS];
+} ngx_http_prefix_route_scan_t;
 
 
 /*
@@ -64,10 +117,33 @@ static u_char  ngx_http_prefix_route_scan_stop[256] = {
 };
 
 
+static ngx_int_t ngx_http_prefix_route_scan_prefix(
+    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
+static ngx_int_t ngx_http_prefix_route_scan_segments(
+    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
 static ngx_int_t ngx_http_prefix_route_scan_messages(
     ngx_http_prefix_route_scan_t *s);
 static ngx_int_t ngx_http_prefix_route_scan_message(
     ngx_http_prefix_route_scan_t *s);
+static ngx_int_t ngx_http_prefix_route_scan_field(
+    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f,
+    ngx_uint_t depth);
+static ngx_int_t ngx_http_prefix_route_scan_put(
+    ngx_http_prefix_route_scan_t *s, u_char tag,
+    ngx_http_prefix_route_field_t *f, ngx_uint_t parts);
+static ngx_int_t ngx_http_prefix_route_scan_parts(
+    ngx_http_prefix_route_scan_t *s);
+static ngx_int_t ngx_http_prefix_route_scan_json_at(
+    ngx_http_prefix_route_scan_t *s, u_char *p);
+static ngx_int_t ngx_http_prefix_route_scan_json(
+    ngx_http_prefix_route_scan_t *s, ngx_uint_t depth);
+static ngx_int_t ngx_http_prefix_route_scan_object(
+    ngx_http_prefix_route_scan_t *s, ngx_uint_t depth);
+static void ngx_http_prefix_route_scan_json_string(
+    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_span_t *sp);
+static void ngx_http_prefix_route_scan_skip(ngx_http_prefix_route_scan_t *s);
+static void ngx_http_prefix_route_scan_span(ngx_http_prefix_route_scan_t *s,
+    ngx_http_prefix_route_span_t *sp);
 static ngx_int_t ngx_http_prefix_route_scan_key(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_span_t *key);
 static ngx_int_t ngx_http_prefix_route_scan_next(
@@ -82,8 +158,12 @@ static size_t ngx_http_prefix_route_scan_utf8(u_char *p, u_char *last);
 static ngx_int_t ngx_http_prefix_route_scan_number(
     ngx_http_prefix_route_scan_t *s);
 static void ngx_http_prefix_route_scan_ws(ngx_http_prefix_route_scan_t *s);
+static u_char *ngx_http_prefix_route_scan_unescape(u_char *q, u_char *last,
+    uint32_t *v);
 static void ngx_http_prefix_route_scan_text(ngx_http_prefix_route_scan_t *s,
     ngx_http_prefix_route_span_t *sp);
+static void ngx_http_prefix_route_scan_code(ngx_http_prefix_route_scan_t *s,
+    uint32_t v);
 static void ngx_http_prefix_route_scan_write(ngx_http_prefix_route_scan_t *s,
     u_char *p, size_t n);
 static void ngx_http_prefix_route_scan_byte(ngx_http_prefix_route_scan_t *s,
@@ -92,14 +172,21 @@ static ngx_uint_t ngx_http_prefix_route_scan_eq(
     ngx_http_prefix_route_span_t *sp, char *str);
 
 
+/* the members of a body the walk writes before the messages, in its order */
+static char  *ngx_http_prefix_route_scan_before[] = {
+    "tools", "functions", "system"
+};
+
+
 ngx_int_t
 ngx_http_prefix_route_scan(u_char *p, size_t len,
     ngx_http_prefix_route_prompt_t *pr)
 {
-    ngx_int_t                      rc;
-    ngx_uint_t                     seen;
-    ngx_http_prefix_route_span_t   key, model, salt;
-    ngx_http_prefix_route_scan_t   s;
+    ngx_int_t                       rc;
+    ngx_uint_t                      i, seen;
+    ngx_http_prefix_route_span_t    key, model, salt;
+    ngx_http_prefix_route_scan_t    s;
+    ngx_http_prefix_route_field_t   before[3], *f;
 
     pr->len = 0;
     pr->nanswers = 0;
@@ -111,10 +198,14 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     s.pr = pr;
     s.stop = (pr->size == 0);
     s.keyed = 0;
+    s.measure = 0;
+    s.measured = 0;
+    s.nmembers = 0;
 
     model.data = NULL;
     salt.data = NULL;
     seen = 0;
+    ngx_memzero(before, sizeof(before));
 
     ngx_http_prefix_route_scan_ws(&s);
 
@@ -127,7 +218,19 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
             return NGX_DECLINED;
         }
 
+        f = NULL;
+
+        for (i = 0; i < 3; i++) {
+            if (ngx_http_prefix_route_scan_eq(&key,
+                                      ngx_http_prefix_route_scan_before[i]))
+            {
+                f = &before[i];
+            }
+        }
+
         if (ngx_http_prefix_route_scan_eq(&key, "messages")) {
+
+            /* written first, whatever their place: moved on at the end */
 
             if (seen
                 || ngx_http_prefix_route_scan_messages(&s) != NGX_OK)
@@ -136,6 +239,12 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
             }
 
             seen = 1;
+
+        } else if (f != NULL) {
+
+            if (ngx_http_prefix_route_scan_field(&s, f, 1) != NGX_OK) {
+                return NGX_DECLINED;
+            }
 
         } else if (ngx_http_prefix_route_scan_eq(&key, "model")
                    || ngx_http_prefix_route_scan_eq(&key, "cache_salt"))
@@ -163,17 +272,8 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
                 return NGX_DECLINED;
             }
 
-        } else if (ngx_http_prefix_route_scan_eq(&key, "tools")
-                   || ngx_http_prefix_route_scan_eq(&key, "functions")
-                   || ngx_http_prefix_route_scan_eq(&key, "system")
-                   || ngx_http_prefix_route_scan_eq(&key, "prompt")
-                   || ngx_http_prefix_route_scan_eq(&key, "input")
-                   || ngx_http_prefix_route_scan_eq(&key, "instructions"))
-        {
-            /* parts of the prompt the fast path does not write */
-            return NGX_DECLINED;
-
         } else if (ngx_http_prefix_route_scan_value(&s, 1) != NGX_OK) {
+            /* "prompt", "input", "instructions": unread beside messages */
             return NGX_DECLINED;
         }
 
@@ -188,6 +288,13 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     ngx_http_prefix_route_scan_ws(&s);
 
     if (s.p != s.last || !seen) {
+        return NGX_DECLINED;
+    }
+
+    if ((before[0].value != NULL || before[1].value != NULL
+         || before[2].value != NULL)
+        && ngx_http_prefix_route_scan_prefix(&s, before) != NGX_OK)
+    {
         return NGX_DECLINED;
     }
 
@@ -217,7 +324,143 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 }
 
 
-/* "messages": an array of objects of a string role and string content */
+/*
+ * The tools, functions and system segments go before the messages, which
+ * are already written from pr->buf's start (their place in the body is
+ * often after them: openai-python, anthropic).  With room under the cap,
+ * they are written after the messages and swapped with them through the
+ * room left; else their length is measured, the messages' bytes that
+ * still fit are moved up and the segments written before them.  The key
+ * and the answers follow: what the walk would have written in its order.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_prefix(ngx_http_prefix_route_scan_t *s,
+    ngx_http_prefix_route_field_t *f)
+{
+    u_char                          *buf;
+    size_t                           len, size, msgs, keep, key, *a;
+    ngx_uint_t                       i, n;
+    ngx_http_prefix_route_prompt_t  *pr;
+
+    pr = s->pr;
+    buf = pr->buf;
+    size = pr->size;
+    msgs = pr->len;
+    key = pr->key;
+
+    if (!s->stop) {
+
+        if (ngx_http_prefix_route_scan_segments(s, f) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+
+        len = pr->len - msgs;
+
+        if (!s->stop && msgs + 2 * len <= size) {
+            ngx_memcpy(buf + msgs + len, buf + msgs, len);
+            ngx_memmove(buf + len, buf, msgs);
+            ngx_memcpy(buf, buf + msgs + len, len);
+            goto moved;
+        }
+
+        pr->len = msgs;
+    }
+
+    s->measure = 1;
+    s->measured = 0;
+    s->stop = 0;
+
+    if (ngx_http_prefix_route_scan_segments(s, f) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    s->measure = 0;
+    len = s->measured;
+
+    keep = (len < size) ? ngx_min(msgs, size - len) : 0;
+
+    ngx_memmove(buf + len, buf, keep);
+
+    pr->len = 0;
+    s->stop = (size == 0);
+
+    (void) ngx_http_prefix_route_scan_segments(s, f);
+
+    pr->len += keep;
+    s->stop = (pr->len == size);
+
+moved:
+
+    if (s->keyed) {
+        pr->key = ngx_min(key + len, pr->len);
+    }
+
+    /* the answers of the messages that start before the cap */
+
+    a = pr->answers;
+    n = 0;
+
+    for (i = 0; i < pr->nanswers; i++) {
+
+        if (a[2 * i] + len >= size) {
+            break;
+        }
+
+        a[2 * n] = a[2 * i] + len;
+        a[2 * n + 1] = ngx_min(a[2 * i + 1] + len, size);
+        n++;
+    }
+
+    pr->nanswers = n;
+
+    return NGX_OK;
+}
+
+
+/* RS "tools" US 'c' FS JSON, RS "functions" ..., RS "system" and a field */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_segments(ngx_http_prefix_route_scan_t *s,
+    ngx_http_prefix_route_field_t *f)
+{
+    char        *name;
+    ngx_uint_t   i;
+
+    for (i = 0; i < 3; i++) {
+
+        if (f[i].value == NULL) {
+            continue;
+        }
+
+        name = ngx_http_prefix_route_scan_before[i];
+
+        ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_RS);
+        ngx_http_prefix_route_scan_write(s, (u_char *) name,
+                                         ngx_strlen(name));
+
+        if (i == 2) {
+            if (ngx_http_prefix_route_scan_put(s, 'c', &f[i], 1) != NGX_OK) {
+                return NGX_DECLINED;
+            }
+
+            continue;
+        }
+
+        ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_US);
+        ngx_http_prefix_route_scan_byte(s, 'c');
+        ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_FS);
+
+        if (ngx_http_prefix_route_scan_json_at(s, f[i].value) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/* "messages": an array of objects */
 
 static ngx_int_t
 ngx_http_prefix_route_scan_messages(ngx_http_prefix_route_scan_t *s)
@@ -250,10 +493,18 @@ ngx_http_prefix_route_scan_messages(ngx_http_prefix_route_scan_t *s)
 }
 
 
+/* the members of a message the walk writes, in its order, and their tags */
+static char    *ngx_http_prefix_route_scan_fields[] = {
+    "role", "name", "content", "tool_calls", "tool_call_id"
+};
+static u_char   ngx_http_prefix_route_scan_tags[] = "\0ncti";
+
+
 /*
  * One message, written as ngx_http_prefix_route_prompt_message() writes
- * it: RS, the role, US 'c', the content; the key after the first message
- * that is not a system or developer one; an assistant's place kept.
+ * it: RS, the role, then US, a tag and each of name, content, tool calls
+ * and tool call id; the key after the first message that is not a system
+ * or developer one; an assistant's place kept.
  */
 
 static ngx_int_t
@@ -261,45 +512,58 @@ ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
 {
     size_t                           start;
     ngx_int_t                        rc;
-    ngx_http_prefix_route_span_t     key, role, content, *v;
+    ngx_uint_t                       i, string;
+    ngx_http_prefix_route_span_t     key, *role;
+    ngx_http_prefix_route_field_t    f[5], *v;
     ngx_http_prefix_route_prompt_t  *pr;
 
     if (s->p == s->last || *s->p++ != '{') {
         return NGX_DECLINED;
     }
 
-    role.data = NULL;
-    content.data = NULL;
+    ngx_memzero(f, sizeof(f));
 
-    do {
-        if (ngx_http_prefix_route_scan_key(s, &key) != NGX_OK) {
-            return NGX_DECLINED;
-        }
+    ngx_http_prefix_route_scan_ws(s);
 
-        if (ngx_http_prefix_route_scan_eq(&key, "role")) {
-            v = &role;
+    if (s->p < s->last && *s->p == '}') {
+        s->p++;
+        rc = NGX_OK;
 
-        } else if (ngx_http_prefix_route_scan_eq(&key, "content")) {
-            v = &content;
+    } else {
 
-        } else {
-            /* a name, tool calls, parts...: jansson's walk writes them */
-            return NGX_DECLINED;
-        }
+        do {
+            if (ngx_http_prefix_route_scan_key(s, &key) != NGX_OK) {
+                return NGX_DECLINED;
+            }
 
-        if (v->data != NULL || s->p == s->last || *s->p != '"'
-            || ngx_http_prefix_route_scan_string(s, v) != NGX_OK)
-        {
-            return NGX_DECLINED;
-        }
+            v = NULL;
 
-        rc = ngx_http_prefix_route_scan_next(s, '}');
+            for (i = 0; i < 5; i++) {
+                if (ngx_http_prefix_route_scan_eq(&key,
+                                          ngx_http_prefix_route_scan_fields[i]))
+                {
+                    v = &f[i];
+                }
+            }
 
-    } while (rc == NGX_AGAIN);
+            /* other members the walk passes over */
 
-    if (rc != NGX_OK
-        || role.data == NULL || role.escaped || content.data == NULL)
-    {
+            rc = (v != NULL) ? ngx_http_prefix_route_scan_field(s, v, 3)
+                             : ngx_http_prefix_route_scan_value(s, 3);
+
+            if (rc != NGX_OK) {
+                return NGX_DECLINED;
+            }
+
+            rc = ngx_http_prefix_route_scan_next(s, '}');
+
+        } while (rc == NGX_AGAIN);
+    }
+
+    role = &f[0].str;
+    string = (f[0].value != NULL && *f[0].value == '"');
+
+    if (rc != NGX_OK || (string && role->escaped)) {
         return NGX_DECLINED;
     }
 
@@ -313,21 +577,46 @@ ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
     start = pr->len;
 
     ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_RS);
-    ngx_http_prefix_route_scan_text(s, &role);
-    ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_US);
-    ngx_http_prefix_route_scan_byte(s, 'c');
-    ngx_http_prefix_route_scan_text(s, &content);
+
+    if (string) {
+        ngx_http_prefix_route_scan_text(s, role);
+
+    } else {
+        /* a missing role is written as the JSON null it amounts to */
+
+        ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_FS);
+
+        if (f[0].value == NULL) {
+            ngx_http_prefix_route_scan_write(s, (u_char *) "null", 4);
+
+        } else if (ngx_http_prefix_route_scan_json_at(s, f[0].value)
+                   != NGX_OK)
+        {
+            return NGX_DECLINED;
+        }
+    }
+
+    for (i = 1; i < 5; i++) {
+        if (f[i].value != NULL
+            && ngx_http_prefix_route_scan_put(s,
+                                             ngx_http_prefix_route_scan_tags[i],
+                                             &f[i], i == 2)
+               != NGX_OK)
+        {
+            return NGX_DECLINED;
+        }
+    }
 
     if (!s->keyed
-        && !ngx_http_prefix_route_scan_eq(&role, "system")
-        && !ngx_http_prefix_route_scan_eq(&role, "developer"))
+        && !(string && ngx_http_prefix_route_scan_eq(role, "system"))
+        && !(string && ngx_http_prefix_route_scan_eq(role, "developer")))
     {
         pr->key = pr->len;
         s->keyed = 1;
     }
 
     if (pr->answers != NULL && pr->nanswers < pr->max_answers
-        && ngx_http_prefix_route_scan_eq(&role, "assistant"))
+        && string && ngx_http_prefix_route_scan_eq(role, "assistant"))
     {
         pr->answers[2 * pr->nanswers] = start;
         pr->answers[2 * pr->nanswers + 1] = pr->len;
@@ -335,6 +624,425 @@ ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * A member the walk writes: checked, and its place kept; null is absent.
+ * A member given twice (jansson keeps the last) is declined.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_field(ngx_http_prefix_route_scan_t *s,
+    ngx_http_prefix_route_field_t *f, ngx_uint_t depth)
+{
+    if (f->seen || s->p == s->last) {
+        return NGX_DECLINED;
+    }
+
+    f->seen = 1;
+
+    if (*s->p == '"') {
+        f->value = s->p;
+        return ngx_http_prefix_route_scan_string(s, &f->str);
+    }
+
+    if (s->last - s->p >= 4 && ngx_strncmp(s->p, "null", 4) == 0) {
+        s->p += 4;
+        return NGX_OK;
+    }
+
+    f->value = s->p;
+
+    return ngx_http_prefix_route_scan_value(s, depth);
+}
+
+
+/*
+ * US, the tag and the field's value, as ngx_http_prefix_route_prompt_field()
+ * writes it: a string's text; with "parts", an array's content parts;
+ * anything else FS and its canonical JSON.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_put(ngx_http_prefix_route_scan_t *s, u_char tag,
+    ngx_http_prefix_route_field_t *f, ngx_uint_t parts)
+{
+    u_char     *p;
+    ngx_int_t   rc;
+
+    ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_US);
+    ngx_http_prefix_route_scan_byte(s, tag);
+
+    if (*f->value == '"') {
+        ngx_http_prefix_route_scan_text(s, &f->str);
+        return NGX_OK;
+    }
+
+    if (!parts || *f->value != '[') {
+        ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_FS);
+        return ngx_http_prefix_route_scan_json_at(s, f->value);
+    }
+
+    p = s->p;
+    s->p = f->value;
+
+    rc = ngx_http_prefix_route_scan_parts(s);
+
+    s->p = p;
+
+    return rc;
+}
+
+
+/*
+ * A content array of text parts ({"type": "text", "input_text" or
+ * "output_text", "text": a string}), each GS and its text.  Any other
+ * part is declined: the walk writes a digest of jansson's serialisation.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_parts(ngx_http_prefix_route_scan_t *s)
+{
+    ngx_int_t                      rc;
+    ngx_http_prefix_route_span_t   key;
+    ngx_http_prefix_route_field_t  type, text, *v;
+
+    /* the array is checked: passed over quickly, its texts kept */
+
+    s->p++;
+    ngx_http_prefix_route_scan_ws(s);
+
+    if (*s->p == ']') {
+        return NGX_OK;
+    }
+
+    do {
+        ngx_http_prefix_route_scan_ws(s);
+
+        if (*s->p++ != '{') {
+            return NGX_DECLINED;
+        }
+
+        ngx_memzero(&type, sizeof(ngx_http_prefix_route_field_t));
+        ngx_memzero(&text, sizeof(ngx_http_prefix_route_field_t));
+
+        do {
+            if (ngx_http_prefix_route_scan_key(s, &key) != NGX_OK) {
+                return NGX_DECLINED;
+            }
+
+            v = ngx_http_prefix_route_scan_eq(&key, "type") ? &type
+                : ngx_http_prefix_route_scan_eq(&key, "text") ? &text : NULL;
+
+            if (v != NULL) {
+                if (v->seen) {
+                    return NGX_DECLINED;
+                }
+
+                v->seen = 1;
+                v->value = (*s->p == 'n') ? NULL : s->p;
+
+                if (*s->p == '"') {
+                    ngx_http_prefix_route_scan_span(s, &v->str);
+                    goto next;
+                }
+            }
+
+            ngx_http_prefix_route_scan_skip(s);
+
+        next:
+
+            rc = ngx_http_prefix_route_scan_next(s, '}');
+
+        } while (rc == NGX_AGAIN);
+
+        if (rc != NGX_OK
+            || type.value == NULL || *type.value != '"'
+            || text.value == NULL || *text.value != '"'
+            || !(ngx_http_prefix_route_scan_eq(&type.str, "text")
+                 || ngx_http_prefix_route_scan_eq(&type.str, "input_text")
+                 || ngx_http_prefix_route_scan_eq(&type.str, "output_text")))
+        {
+            return NGX_DECLINED;
+        }
+
+        ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_GS);
+        ngx_http_prefix_route_scan_text(s, &text.str);
+
+        rc = ngx_http_prefix_route_scan_next(s, ']');
+
+    } while (rc == NGX_AGAIN);
+
+    return rc;
+}
+
+
+/* the canonical JSON of the checked value at p */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_json_at(ngx_http_prefix_route_scan_t *s, u_char *p)
+{
+    u_char     *save;
+    ngx_int_t   rc;
+
+    save = s->p;
+    s->p = p;
+
+    rc = ngx_http_prefix_route_scan_json(s, 1);
+
+    s->p = save;
+
+    return rc;
+}
+
+
+/*
+ * A checked value (every value written here was checked by
+ * ngx_http_prefix_route_scan_value() first, so it is passed over quickly)
+ * written as jansson's json_dump_callback() writes it with
+ * JSON_COMPACT|JSON_SORT_KEYS: no white space, keys in byte order, strings
+ * re-escaped, integers as int64.  A real number is declined: jansson
+ * prints it from a double ("%.17g").
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_json(ngx_http_prefix_route_scan_t *s,
+    ngx_uint_t depth)
+{
+    u_char                        *start;
+    ngx_int_t                      rc;
+    ngx_http_prefix_route_span_t   sp;
+
+    if (depth > NGX_HTTP_PREFIX_ROUTE_SCAN_DEPTH) {
+        return NGX_DECLINED;
+    }
+
+    switch (*s->p) {
+
+    case '"':
+        ngx_http_prefix_route_scan_span(s, &sp);
+        ngx_http_prefix_route_scan_json_string(s, &sp);
+        return NGX_OK;
+
+    case '{':
+        return ngx_http_prefix_route_scan_object(s, depth);
+
+    case '[':
+        break;
+
+    default:
+        start = s->p;
+
+        ngx_http_prefix_route_scan_skip(s);
+
+        if (ngx_strlchr(start, s->p, '.') != NULL) {
+            return NGX_DECLINED;
+        }
+
+        /* literals and integers as they are, but "-0", which is 0 */
+
+        if (s->p - start == 2 && start[0] == '-' && start[1] == '0') {
+            start++;
+        }
+
+        ngx_http_prefix_route_scan_write(s, start, s->p - start);
+        return NGX_OK;
+    }
+
+    s->p++;
+    ngx_http_prefix_route_scan_byte(s, '[');
+    ngx_http_prefix_route_scan_ws(s);
+
+    if (*s->p == ']') {
+        s->p++;
+        ngx_http_prefix_route_scan_byte(s, ']');
+        return NGX_OK;
+    }
+
+    do {
+        ngx_http_prefix_route_scan_ws(s);
+
+        if (ngx_http_prefix_route_scan_json(s, depth + 1) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+
+        rc = ngx_http_prefix_route_scan_next(s, ']');
+
+        ngx_http_prefix_route_scan_byte(s, (rc == NGX_AGAIN) ? ',' : ']');
+
+    } while (rc == NGX_AGAIN);
+
+    return rc;
+}
+
+
+/*
+ * An object: its members found first, sorted by key as jansson's
+ * compare_keys() sorts them (bytes, then the shorter first), then each
+ * written; a key given twice is declined.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_object(ngx_http_prefix_route_scan_t *s,
+    ngx_uint_t depth)
+{
+    u_char                          *end;
+    ngx_int_t                        rc, c;
+    ngx_uint_t                       base, i, j;
+    ngx_http_prefix_route_span_t     key;
+    ngx_http_prefix_route_member_t  *m, t;
+
+    s->p++;
+    ngx_http_prefix_route_scan_ws(s);
+
+    if (*s->p == '}') {
+        s->p++;
+        ngx_http_prefix_route_scan_write(s, (u_char *) "{}", 2);
+        return NGX_OK;
+    }
+
+    base = s->nmembers;
+    m = s->members;
+
+    do {
+        if (s->nmembers == NGX_HTTP_PREFIX_ROUTE_MEMBERS
+            || ngx_http_prefix_route_scan_key(s, &key) != NGX_OK)
+        {
+            return NGX_DECLINED;
+        }
+
+        m[s->nmembers].key = key.data;
+        m[s->nmembers].len = key.len;
+        m[s->nmembers].value = s->p;
+        s->nmembers++;
+
+        ngx_http_prefix_route_scan_skip(s);
+
+        rc = ngx_http_prefix_route_scan_next(s, '}');
+
+    } while (rc == NGX_AGAIN);
+
+    if (rc != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    end = s->p;
+
+    /* insertion sort: objects in requests have a few members */
+
+    for (i = base + 1; i < s->nmembers; i++) {
+        t = m[i];
+
+        for (j = i; j > base; j--) {
+            c = ngx_memcmp(m[j - 1].key, t.key, ngx_min(m[j - 1].len, t.len));
+
+            if (c == 0 && m[j - 1].len == t.len) {
+                return NGX_DECLINED;
+            }
+
+            if (c < 0 || (c == 0 && m[j - 1].len < t.len)) {
+                break;
+            }
+
+            m[j] = m[j - 1];
+        }
+
+        m[j] = t;
+    }
+
+    ngx_http_prefix_route_scan_byte(s, '{');
+
+    for (i = base; i < s->nmembers; i++) {
+
+        if (i > base) {
+            ngx_http_prefix_route_scan_byte(s, ',');
+        }
+
+        /* a key has no escape, so no byte jansson would escape */
+
+        ngx_http_prefix_route_scan_byte(s, '"');
+        ngx_http_prefix_route_scan_write(s, m[i].key, m[i].len);
+        ngx_http_prefix_route_scan_write(s, (u_char *) "\":", 2);
+
+        s->p = m[i].value;
+
+        if (ngx_http_prefix_route_scan_json(s, depth + 1) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+    }
+
+    ngx_http_prefix_route_scan_byte(s, '}');
+
+    s->nmembers = base;
+    s->p = end;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A checked string as jansson's dump_string() writes it: quoted, '"', '\\'
+ * and control characters escaped (\b \f \n \r \t, or \u00XX), nothing else.
+ */
+
+static void
+ngx_http_prefix_route_scan_json_string(ngx_http_prefix_route_scan_t *s,
+    ngx_http_prefix_route_span_t *sp)
+{
+    u_char         *p, *last, *q, esc[6];
+    uint32_t        v;
+    static u_char   hex[] = "0123456789ABCDEF";
+
+    /* the control bytes jansson escapes with a letter */
+    static u_char   letters[0x20] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 'b', 't', 'n', 0, 'f', 'r', 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
+    };
+
+    p = sp->data;
+    last = p + sp->len;
+
+    ngx_http_prefix_route_scan_byte(s, '"');
+
+    while (p < last) {
+
+        q = sp->escaped ? ngx_strlchr(p, last, '\\') : NULL;
+
+        if (q == NULL) {
+            q = last;
+        }
+
+        ngx_http_prefix_route_scan_write(s, p, q - p);
+
+        if (q == last) {
+            break;
+        }
+
+        p = ngx_http_prefix_route_scan_unescape(q, last, &v);
+
+        if (v >= 0x20 && v != '"' && v != '\\') {
+            ngx_http_prefix_route_scan_code(s, v);
+            continue;
+        }
+
+        esc[0] = '\\';
+        esc[1] = (v >= 0x20) ? (u_char) v : letters[v];
+
+        if (esc[1] != 0) {
+            ngx_http_prefix_route_scan_write(s, esc, 2);
+            continue;
+        }
+
+        esc[1] = 'u';
+        esc[2] = '0';
+        esc[3] = '0';
+        esc[4] = hex[v >> 4];
+        esc[5] = hex[v & 0xf];
+        ngx_http_prefix_route_scan_write(s, esc, 6);
+    }
+
+    ngx_http_prefix_route_scan_byte(s, '"');
 }
 
 
@@ -419,6 +1127,109 @@ ngx_http_prefix_route_scan_value(ngx_http_prefix_route_scan_t *s,
 
 
 /*
+ * Past a checked value: a string's end found by memchr(), a container's by
+ * counting brackets outside strings, a scalar's at its first delimiter.
+ */
+
+static void
+ngx_http_prefix_route_scan_skip(ngx_http_prefix_route_scan_t *s)
+{
+    u_char                        *p;
+    ngx_uint_t                     depth;
+    ngx_http_prefix_route_span_t   sp;
+
+    p = s->p;
+
+    if (*p == '"') {
+        ngx_http_prefix_route_scan_span(s, &sp);
+        return;
+    }
+
+    if (*p != '{' && *p != '[') {
+        while (p < s->last && *p != ',' && *p != '}' && *p != ']'
+               && *p != ' ' && *p != '\n' && *p != '\r' && *p != '\t')
+        {
+            p++;
+        }
+
+        s->p = p;
+        return;
+    }
+
+    depth = 0;
+
+    do {
+        if (*p == '"') {
+            s->p = p;
+            ngx_http_prefix_route_scan_span(s, &sp);
+            p = s->p;
+            continue;
+        }
+
+        if (*p == '{' || *p == '[') {
+            depth++;
+
+        } else if (*p == '}' || *p == ']') {
+            depth--;
+        }
+
+        p++;
+
+    } while (depth > 0);
+
+    s->p = p;
+}
+
+
+/*
+ * A checked string from its opening quote: its end is the first quote
+ * that no backslash escapes.
+ */
+
+static void
+ngx_http_prefix_route_scan_span(ngx_http_prefix_route_scan_t *s,
+    ngx_http_prefix_route_span_t *sp)
+{
+    u_char    *p;
+    uint64_t   w;
+
+    p = s->p + 1;
+
+    sp->data = p;
+    sp->escaped = 0;
+
+    for ( ;; ) {
+
+        while (s->last - p >= 8) {
+            ngx_memcpy(&w, p, 8);
+
+            if (ngx_http_prefix_route_scan_quote(w)) {
+                break;
+            }
+
+            p += 8;
+        }
+
+        while (*p != '"' && *p != '\\') {
+            p++;
+        }
+
+        if (*p == '"') {
+            break;
+        }
+
+        /* past a backslash and the byte it escapes (\u's digits are plain) */
+
+        sp->escaped = 1;
+        p += 2;
+    }
+
+    sp->len = p - sp->data;
+    s->p = p + 1;
+}
+
+
+/*
  * An object member's key, a string without escapes (an escaped key may
  * hold a NUL, which jansson refuses), and its colon: the value is next.
  */
@@ -484,6 +1295,7 @@ ngx_http_prefix_route_scan_string(ngx_http_prefix_route_scan_t *s,
     u_char    *p, *last, c;
     size_t     n;
     uint32_t   v, lo;
+    uint64_t   w;
 
     p = s->p + 1;
     last = s->last;
@@ -493,7 +1305,17 @@ ngx_http_prefix_route_scan_string(ngx_http_prefix_route_scan_t *s,
 
     for ( ;; ) {
 
-        /* the run of plain ASCII, the bulk of any prompt */
+        /* the run of plain ASCII, the bulk of any prompt: 8 bytes a step */
+
+        while (last - p >= 8) {
+            ngx_memcpy(&w, p, 8);
+
+            if (ngx_http_prefix_route_scan_plain(w)) {
+                break;
+            }
+
+            p += 8;
+        }
 
         while (p < last && !ngx_http_prefix_route_scan_stop[*p]) {
             p++;
@@ -735,6 +1557,59 @@ ngx_http_prefix_route_scan_ws(ngx_http_prefix_route_scan_t *s)
 
 
 /*
+ * The code point of the checked escape at q, and the byte after it: a
+ * surrogate pair is one code point.
+ */
+
+static u_char *
+ngx_http_prefix_route_scan_unescape(u_char *q, u_char *last, uint32_t *v)
+{
+    uint32_t  lo;
+
+    switch (q[1]) {
+
+    case 'b':
+        *v = '\b';
+        return q + 2;
+
+    case 'f':
+        *v = '\f';
+        return q + 2;
+
+    case 'n':
+        *v = '\n';
+        return q + 2;
+
+    case 'r':
+        *v = '\r';
+        return q + 2;
+
+    case 't':
+        *v = '\t';
+        return q + 2;
+
+    case 'u':
+        break;
+
+    default: /* '"', '\\', '/' */
+        *v = q[1];
+        return q + 2;
+    }
+
+    (void) ngx_http_prefix_route_scan_hex(q + 2, last, v);
+    q += 6;
+
+    if (*v >= 0xd800 && *v <= 0xdbff) {
+        (void) ngx_http_prefix_route_scan_hex(q + 2, last, &lo);
+        *v = 0x10000 + ((*v - 0xd800) << 10) + (lo - 0xdc00);
+        q += 6;
+    }
+
+    return q;
+}
+
+
+/*
  * A checked string's text, decoded, as ngx_http_prefix_route_prompt_text()
  * writes it: a byte the format reserves (0x1b-0x1f, only from a \u
  * escape here) as ESC and the byte | 0x40.
@@ -744,9 +1619,8 @@ static void
 ngx_http_prefix_route_scan_text(ngx_http_prefix_route_scan_t *s,
     ngx_http_prefix_route_span_t *sp)
 {
-    u_char    *p, *last, *q, c, utf[4];
-    size_t     n;
-    uint32_t   v, lo;
+    u_char    *p, *last, *q;
+    uint32_t   v;
 
     p = sp->data;
     last = p + sp->len;
@@ -758,10 +1632,10 @@ ngx_http_prefix_route_scan_text(ngx_http_prefix_route_scan_t *s,
 
     while (p < last && !s->stop) {
 
-        q = p;
+        q = ngx_strlchr(p, last, '\\');
 
-        while (q < last && *q != '\\') {
-            q++;
+        if (q == NULL) {
+            q = last;
         }
 
         ngx_http_prefix_route_scan_write(s, p, q - p);
@@ -770,50 +1644,7 @@ ngx_http_prefix_route_scan_text(ngx_http_prefix_route_scan_t *s,
             return;
         }
 
-        switch (q[1]) {
-
-        case 'b':
-            c = '\b';
-            break;
-
-        case 'f':
-            c = '\f';
-            break;
-
-        case 'n':
-            c = '\n';
-            break;
-
-        case 'r':
-            c = '\r';
-            break;
-
-        case 't':
-            c = '\t';
-            break;
-
-        case 'u':
-            c = 0;
-            break;
-
-        default: /* '"', '\\', '/' */
-            c = q[1];
-        }
-
-        if (q[1] != 'u') {
-            ngx_http_prefix_route_scan_byte(s, c);
-            p = q + 2;
-            continue;
-        }
-
-        (void) ngx_http_prefix_route_scan_hex(q + 2, last, &v);
-        p = q + 6;
-
-        if (v >= 0xd800 && v <= 0xdbff) {
-            (void) ngx_http_prefix_route_scan_hex(p + 2, last, &lo);
-            v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
-            p += 6;
-        }
+        p = ngx_http_prefix_route_scan_unescape(q, last, &v);
 
         if (v >= NGX_HTTP_PREFIX_ROUTE_ESC && v <= NGX_HTTP_PREFIX_ROUTE_US) {
             ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_ESC);
@@ -821,41 +1652,61 @@ ngx_http_prefix_route_scan_text(ngx_http_prefix_route_scan_t *s,
             continue;
         }
 
-        if (v < 0x80) {
-            utf[0] = (u_char) v;
-            n = 1;
-
-        } else if (v < 0x800) {
-            utf[0] = (u_char) (0xc0 | (v >> 6));
-            utf[1] = (u_char) (0x80 | (v & 0x3f));
-            n = 2;
-
-        } else if (v < 0x10000) {
-            utf[0] = (u_char) (0xe0 | (v >> 12));
-            utf[1] = (u_char) (0x80 | ((v >> 6) & 0x3f));
-            utf[2] = (u_char) (0x80 | (v & 0x3f));
-            n = 3;
-
-        } else {
-            utf[0] = (u_char) (0xf0 | (v >> 18));
-            utf[1] = (u_char) (0x80 | ((v >> 12) & 0x3f));
-            utf[2] = (u_char) (0x80 | ((v >> 6) & 0x3f));
-            utf[3] = (u_char) (0x80 | (v & 0x3f));
-            n = 4;
-        }
-
-        ngx_http_prefix_route_scan_write(s, utf, n);
+        ngx_http_prefix_route_scan_code(s, v);
     }
 }
 
 
-/* bytes none of which the format reserves, cut where the buffer is full */
+/* a code point as UTF-8 */
+
+static void
+ngx_http_prefix_route_scan_code(ngx_http_prefix_route_scan_t *s, uint32_t v)
+{
+    u_char  utf[4];
+    size_t  n;
+
+    if (v < 0x80) {
+        utf[0] = (u_char) v;
+        n = 1;
+
+    } else if (v < 0x800) {
+        utf[0] = (u_char) (0xc0 | (v >> 6));
+        utf[1] = (u_char) (0x80 | (v & 0x3f));
+        n = 2;
+
+    } else if (v < 0x10000) {
+        utf[0] = (u_char) (0xe0 | (v >> 12));
+        utf[1] = (u_char) (0x80 | ((v >> 6) & 0x3f));
+        utf[2] = (u_char) (0x80 | (v & 0x3f));
+        n = 3;
+
+    } else {
+        utf[0] = (u_char) (0xf0 | (v >> 18));
+        utf[1] = (u_char) (0x80 | ((v >> 12) & 0x3f));
+        utf[2] = (u_char) (0x80 | ((v >> 6) & 0x3f));
+        utf[3] = (u_char) (0x80 | (v & 0x3f));
+        n = 4;
+    }
+
+    ngx_http_prefix_route_scan_write(s, utf, n);
+}
+
+
+/*
+ * Bytes none of which the format reserves, cut where the buffer is full;
+ * only counted while the length of what goes first is measured.
+ */
 
 static void
 ngx_http_prefix_route_scan_write(ngx_http_prefix_route_scan_t *s, u_char *p,
     size_t n)
 {
     ngx_http_prefix_route_prompt_t  *pr;
+
+    if (s->measure) {
+        s->measured += n;
+        return;
+    }
 
     if (s->stop || n == 0) {
         return;
@@ -877,6 +1728,11 @@ static void
 ngx_http_prefix_route_scan_byte(ngx_http_prefix_route_scan_t *s, u_char c)
 {
     ngx_http_prefix_route_prompt_t  *pr;
+
+    if (s->measure) {
+        s->measured++;
+        return;
+    }
 
     if (s->stop) {
         return;

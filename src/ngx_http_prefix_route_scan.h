@@ -16,21 +16,24 @@
 
 /*
  * The fast path from body to canonical prompt (issue 13): one pass over
- * the body's bytes, no tree, for the commonest body, an OpenAI chat
- * request whose messages have a string "role" and a string "content"
- * only, with a string "model" and "cache_salt" or none, and no "tools",
- * "functions" or "system".  It writes what
- * ngx_http_prefix_route_prompt_build() writes for the same body, and
- * validates the whole body as jansson would parse it (grammar, UTF-8,
+ * the body's bytes, no tree, for a chat body (OpenAI Chat Completions or
+ * Anthropic Messages): messages with any members, content as a string or
+ * text parts, tools, functions and system.  It writes what
+ * ngx_http_prefix_route_prompt_build() writes for the same body, values
+ * the walk serialises as jansson's JSON_COMPACT|JSON_SORT_KEYS output,
+ * and validates the whole body as jansson would parse it (grammar, UTF-8,
  * escapes) without building it.
  *
  * Returns NGX_OK with pr set as ngx_http_prefix_route_prompt_build() sets
  * it, or NGX_DECLINED for anything else, invalid JSON included: the caller
  * then parses the body with jansson, the reference.  Some bodies jansson
  * reads are declined on purpose (escaped keys, numbers with an exponent or
- * more than 18 digits, nesting deeper than 32): the fast path never
- * accepts a body jansson refuses.  The fuzzer checks both claims
- * (fuzz/prompt_fuzzer.c).  Never allocates.
+ * more than 18 digits, real numbers in a serialised value, nesting deeper
+ * than 32, a member the walk reads given twice, non-text content parts,
+ * Responses and legacy bodies; docs/design.md lists them): the fast path
+ * never accepts a body jansson refuses.  The fuzzer checks both claims
+ * (fuzz/prompt_fuzzer.c).  Never allocates: objects sorted for canonical
+ * JSON use a fixed array of 256 members on the stack (about 6 KiB).
  */
 ngx_int_t ngx_http_prefix_route_scan(u_char *p, size_t len,
     ngx_http_prefix_route_prompt_t *pr);

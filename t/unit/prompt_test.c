@@ -7,7 +7,9 @@
  * Unit test of the canonical prompt (src/ngx_http_prefix_route_prompt.c),
  * TAP output.  Request bodies and expected JSON are written with ' for "
  * to keep them readable; test_quote() turns them back.  The expected bytes
- * are spelled out with the control bytes of docs/design.md.
+ * are spelled out with the control bytes of docs/design.md.  Every body is
+ * also given to the fast path (src/ngx_http_prefix_route_scan.c): where it
+ * takes one, it must write the same bytes, key, seed and answers.
  */
 
 
@@ -18,6 +20,7 @@
 
 #include "ngx_http_prefix_route_hash.h"
 #include "ngx_http_prefix_route_prompt.h"
+#include "ngx_http_prefix_route_scan.h"
 #include "tap.h"
 
 
@@ -53,6 +56,7 @@ typedef struct {
     ngx_uint_t  nanswers;
     size_t      answers[2 * 4];  /* assistant messages: [start, end) */
     u_char      buf[TEST_SIZE + 16];
+    ngx_int_t   fast;       /* the fast path's answer for the same body */
 } test_out_t;
 
 
@@ -63,6 +67,9 @@ static size_t test_expand(u_char *dst, const char *src, size_t len,
     test_out_t *out);
 static void test_build(const char *json, size_t size, test_out_t *out);
 static void test_build_json(json_t *root, size_t size, test_out_t *out);
+static ngx_int_t test_fast_path(u_char *text, size_t len, size_t size,
+    test_out_t *ref);
+static void test_fast(const char *name, const char *json);
 static void test_show(const char *label, u_char *p, size_t len);
 static void test_bytes(const char *name, const char *json, const char *expect,
     size_t len);
@@ -83,6 +90,9 @@ static ngx_uint_t test_count(test_out_t *out, u_char c);
 static ngx_uint_t  test_allocs;
 static size_t      test_live;
 static size_t      test_biggest;
+static ngx_uint_t  test_builds;       /* bodies built */
+static ngx_uint_t  test_fast_taken;   /* of them, taken by the fast path */
+static ngx_uint_t  test_fast_differ;  /* of those, written otherwise */
 
 
 static void *
@@ -202,6 +212,87 @@ test_build(const char *json, size_t size, test_out_t *out)
     test_build_json(root, size, out);
 
     json_decref(root);
+
+    test_builds++;
+    out->fast = test_fast_path(text, len, size, out);
+}
+
+
+/* the fast path takes the body, and writes jansson's prompt at every cap */
+
+static void
+test_fast(const char *name, const char *json)
+{
+    size_t      size, differ;
+    test_out_t  out;
+    ngx_uint_t  taken;
+
+    taken = 1;
+    differ = test_fast_differ;
+
+    test_build(json, TEST_SIZE, &out);
+
+    for (size = 0; size <= out.len && taken; size++) {
+        test_build(json, size, &out);
+        taken = (out.fast == NGX_OK);
+    }
+
+    test_ok(taken && test_fast_differ == differ, name);
+
+    if (!taken) {
+        printf("#   declined by the fast path (cap %d)\n", (int) size - 1);
+    }
+}
+
+
+/*
+ * The fast path over the same body with the same cap: NGX_OK when it took
+ * the body and wrote what jansson's walk wrote (counted as a failure when
+ * it wrote anything else), NGX_DECLINED when it left the body to jansson.
+ */
+
+static ngx_int_t
+test_fast_path(u_char *text, size_t len, size_t size, test_out_t *ref)
+{
+    size_t                          answers[2 * 4];
+    ngx_http_prefix_route_prompt_t  pr;
+    u_char                          buf[TEST_SIZE + 16];
+
+    ngx_memset(buf, TEST_CANARY, sizeof(buf));
+    ngx_memzero(&pr, sizeof(pr));
+
+    pr.buf = buf;
+    pr.size = size;
+    pr.answers = answers;
+    pr.max_answers = 4;
+
+    if (ngx_http_prefix_route_scan(text, len, &pr) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    test_fast_taken++;
+
+    if (buf[size] != TEST_CANARY) {
+        printf("Bail out! the fast path wrote past the cap of %d bytes\n",
+               (int) size);
+        exit(255);
+    }
+
+    if (ref->rc != NGX_OK || pr.len != ref->len
+        || ngx_memcmp(buf, ref->buf, pr.len) != 0
+        || pr.key != ref->key || pr.seed != ref->seed
+        || pr.nanswers != ref->nanswers
+        || ngx_memcmp(answers, ref->answers,
+                      2 * pr.nanswers * sizeof(size_t)) != 0)
+    {
+        test_fast_differ++;
+        printf("# the fast path differs from jansson (cap %d):\n",
+               (int) size);
+        test_show("fast path", buf, pr.len);
+        test_show("jansson", ref->buf, ref->len);
+    }
+
+    return NGX_OK;
 }
 
 
@@ -530,6 +621,69 @@ main(void)
               "'model':'m'}",
               "{'model':'m','instructions':'s',"
               "'input':[{'role':'user','content':'q'}]}");
+
+    /*
+     * the fast path takes the bodies of agents as the SDKs send them, and
+     * writes what jansson's walk writes, at every cap
+     */
+
+    test_fast("fast path: openai-python agent body (messages, model, "
+              "stream, tools after them; tool calls, tool results)",
+              "{'messages':[{'role':'system','content':'s'},"
+              "{'role':'user','content':'q','name':'ann'},"
+              "{'role':'assistant','content':null,'refusal':null,"
+              "'tool_calls':[{'id':'c1','type':'function','function':"
+              "{'name':'f','arguments':'{\\\"q\\\": \\\"x\\\", \\\"n\\\": -0}'}}]},"
+              "{'role':'tool','tool_call_id':'c1','content':'r'},"
+              "{'role':'user','content':'again'}],"
+              "'model':'m','stream':true,"
+              "'stream_options':{'include_usage':true},'tool_choice':'auto',"
+              "'tools':[{'type':'function','function':{'name':'f',"
+              "'description':'caf\\u00e9 \\/ a\\nb \\\"q\\\" \\u001f \\ud83d\\ude00 \xc3\xa9',"
+              "'parameters':{'type':'object','properties':{'q':{'type':"
+              "'string','enum':['a','b']},'n':{'type':'integer',"
+              "'minimum':-0,'maximum':100}},'required':['q'],"
+              "'additionalProperties':false}}}]}");
+
+    test_fast("fast path: anthropic-python body (max_tokens, messages, "
+              "model, system blocks, tools; content blocks)",
+              "{'max_tokens':1024,'messages':[{'role':'user','content':"
+              "[{'type':'text','text':'q','cache_control':{'type':"
+              "'ephemeral'}}]},{'role':'assistant','content':[{'type':"
+              "'text','text':'a'}]},{'role':'user','content':'q2'}],"
+              "'model':'claude','system':[{'type':'text','text':'be brief',"
+              "'cache_control':{'type':'ephemeral'}},{'type':'text',"
+              "'text':'more'}],'tools':[{'name':'f','description':'d',"
+              "'input_schema':{'type':'object','properties':{}}}]}");
+
+    test_fast("fast path: openai-node body (model, tools, functions, "
+              "messages), a message without a role, empty parts",
+              "{'model':'m','tools':[],'functions':[{'name':'g'}],"
+              "'messages':[{},{'content':[]},{'role':'user','content':"
+              "[{'type':'input_text','text':'x'},{'type':'output_text',"
+              "'text':'y'}]}],'user':'u'}");
+
+    {
+        test_out_t  out;
+
+        test_build("{'messages':[{'role':'user','content':[{'type':"
+                   "'image_url','image_url':{'url':'u'}}]}]}",
+                   TEST_SIZE, &out);
+        test_ok(out.rc == NGX_OK && out.fast == NGX_DECLINED,
+                "fast path: an image part is left to jansson (its digest "
+                "follows jansson's serialisation)");
+
+        test_build("{'messages':[{'role':'user','content':'q'}],"
+                   "'tools':[{'name':'f','x':0.5}]}", TEST_SIZE, &out);
+        test_ok(out.rc == NGX_OK && out.fast == NGX_DECLINED,
+                "fast path: a real number in tools is left to jansson "
+                "(which prints a double)");
+
+        test_build("{'messages':[{'role':'user','content':'q',"
+                   "'content':'r'}]}", TEST_SIZE, &out);
+        test_ok(out.rc == NGX_OK && out.fast == NGX_DECLINED,
+                "fast path: a member given twice is left to jansson");
+    }
 
     test_same("order: tool calls with their keys in another order",
               "{'model':'m','messages':[{'role':'assistant','content':null,"
@@ -1102,6 +1256,14 @@ main(void)
         test_ok(0, "all jansson memory is freed");
         printf("# %d bytes of jansson memory never freed\n", (int) test_live);
     }
+
+    /* the fast path on every body above */
+
+    test_ok(test_fast_differ == 0 && test_fast_taken > 0,
+            "the fast path wrote what jansson's walk wrote for each body it "
+            "took");
+    printf("#   it took %d of %d bodies built, %d differ\n",
+           (int) test_fast_taken, (int) test_builds, (int) test_fast_differ);
 
     return test_done();
 }
