@@ -148,7 +148,7 @@ static ngx_int_t ngx_http_prefix_route_scan_object(
 static void ngx_http_prefix_route_scan_json_string(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_span_t *sp);
 static void ngx_http_prefix_route_scan_skip(ngx_http_prefix_route_scan_t *s);
-static void ngx_http_prefix_route_scan_span(ngx_http_prefix_route_scan_t *s,
+static ngx_inline void ngx_http_prefix_route_scan_span(ngx_http_prefix_route_scan_t *s,
     ngx_http_prefix_route_span_t *sp);
 static ngx_int_t ngx_http_prefix_route_scan_key(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_span_t *key);
@@ -170,9 +170,9 @@ static void ngx_http_prefix_route_scan_text(ngx_http_prefix_route_scan_t *s,
     ngx_http_prefix_route_span_t *sp);
 static void ngx_http_prefix_route_scan_code(ngx_http_prefix_route_scan_t *s,
     uint32_t v);
-static void ngx_http_prefix_route_scan_write(ngx_http_prefix_route_scan_t *s,
+static ngx_inline void ngx_http_prefix_route_scan_write(ngx_http_prefix_route_scan_t *s,
     u_char *p, size_t n);
-static void ngx_http_prefix_route_scan_byte(ngx_http_prefix_route_scan_t *s,
+static ngx_inline void ngx_http_prefix_route_scan_byte(ngx_http_prefix_route_scan_t *s,
     u_char c);
 static ngx_uint_t ngx_http_prefix_route_scan_eq(
     ngx_http_prefix_route_span_t *sp, ngx_str_t *str);
@@ -1192,7 +1192,7 @@ ngx_http_prefix_route_scan_skip(ngx_http_prefix_route_scan_t *s)
  * that no backslash escapes.
  */
 
-static void
+static ngx_inline void
 ngx_http_prefix_route_scan_span(ngx_http_prefix_route_scan_t *s,
     ngx_http_prefix_route_span_t *sp)
 {
@@ -1703,7 +1703,7 @@ ngx_http_prefix_route_scan_code(ngx_http_prefix_route_scan_t *s, uint32_t v)
  * only counted while the length of what goes first is measured.
  */
 
-static void
+static ngx_inline void
 ngx_http_prefix_route_scan_write(ngx_http_prefix_route_scan_t *s, u_char *p,
     size_t n)
 {
@@ -1730,7 +1730,7 @@ ngx_http_prefix_route_scan_write(ngx_http_prefix_route_scan_t *s, u_char *p,
 }
 
 
-static void
+static ngx_inline void
 ngx_http_prefix_route_scan_byte(ngx_http_prefix_route_scan_t *s, u_char c)
 {
     ngx_http_prefix_route_prompt_t  *pr;
