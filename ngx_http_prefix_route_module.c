@@ -54,7 +54,10 @@
  */
 #define NGX_HTTP_PREFIX_ROUTE_AGREE         16
 
-/* assistant messages of a prompt whose places the feedback keeps */
+/*
+ * assistant messages of a prompt whose places are kept: the feedback's
+ * prediction, and the guess for a conversation another instance placed
+ */
 #define NGX_HTTP_PREFIX_ROUTE_ANSWERS       64
 
 /* how often each worker looks for dead workers' load, ms */
@@ -669,14 +672,9 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
                         prcf->max_prefix / prcf->block * sizeof(uint64_t));
     x.name = ctx->model_name;
     x.name_size = sizeof(ctx->model_name);
-    x.answers = NULL;
     x.max_answers = NGX_HTTP_PREFIX_ROUTE_ANSWERS;
-
-    if (prcf->feedback) {
-        x.answers = ngx_palloc(r->pool,
-                               2 * NGX_HTTP_PREFIX_ROUTE_ANSWERS
-                               * sizeof(size_t));
-    }
+    x.answers = ngx_palloc(r->pool,
+                           2 * NGX_HTTP_PREFIX_ROUTE_ANSWERS * sizeof(size_t));
 
     if (x.buf == NULL || x.hash == NULL) {
         return;
@@ -849,7 +847,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     ngx_http_upstream_rr_peers_t *peers, ngx_uint_t *chosen)
 {
     time_t                              now;
-    size_t                              longest;
+    size_t                              longest, expect;
     uint64_t                           *id, t, hold;
     uintptr_t                           m;
     ngx_int_t                           k;
@@ -967,8 +965,23 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         }
     }
 
+    /*
+     * a later turn of a conversation no usable server is known to hold,
+     * even up to its first answer: another nginx instance placed it, and
+     * the guess is the top rank, up to its last answer (docs/design.md)
+     */
+
+    expect = 0;
+
+    if (ctx->nanswers > 0
+        && longest < ctx->answers[0] / prcf->block * prcf->block)
+    {
+        expect = ctx->answers[2 * ctx->nanswers - 1]
+                 / prcf->block * prcf->block;
+    }
+
     k = ngx_http_prefix_route_choose(prcf->cand, peers->number, ctx->len,
-                                     &prcf->choice);
+                                     expect, &prcf->choice);
 
     if (k == NGX_ERROR) {
         ngx_http_prefix_route_held(idx->sh, hold);

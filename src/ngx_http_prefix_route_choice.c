@@ -34,7 +34,7 @@
 
 static ngx_int_t ngx_http_prefix_route_ttft(
     ngx_http_prefix_route_candidate_t *c, ngx_uint_t n, size_t len,
-    ngx_http_prefix_route_choice_t *conf);
+    size_t expect, ngx_http_prefix_route_choice_t *conf);
 static ngx_int_t ngx_http_prefix_route_cache_aware(
     ngx_http_prefix_route_candidate_t *c, ngx_uint_t n);
 static ngx_uint_t ngx_http_prefix_route_better(
@@ -44,35 +44,54 @@ static ngx_uint_t ngx_http_prefix_route_better(
 
 ngx_int_t
 ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
-    ngx_uint_t n, size_t len, ngx_http_prefix_route_choice_t *conf)
+    ngx_uint_t n, size_t len, size_t expect,
+    ngx_http_prefix_route_choice_t *conf)
 {
     if (conf->policy == NGX_HTTP_PREFIX_ROUTE_POLICY_CACHE_AWARE) {
         return ngx_http_prefix_route_cache_aware(c, n);
     }
 
-    return ngx_http_prefix_route_ttft(c, n, len, conf);
+    return ngx_http_prefix_route_ttft(c, n, len, expect, conf);
 }
 
 
 static ngx_int_t
 ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
-    ngx_uint_t n, size_t len, ngx_http_prefix_route_choice_t *conf)
+    ngx_uint_t n, size_t len, size_t expect,
+    ngx_http_prefix_route_choice_t *conf)
 {
     double      decode, weight, total, room, best, limit, share;
-    size_t      longest;
+    size_t      longest, match;
     uint64_t    cached;
-    ngx_int_t   chosen, any;
+    ngx_int_t   chosen, any, top;
     ngx_uint_t  i, inflight, bounded;
 
     total = 0;
     inflight = 0;
     cached = 0;
     longest = 0;
+    top = NGX_ERROR;
 
     for (i = 0; i < n; i++) {
-        if (c[i].usable && c[i].match > longest) {
-            longest = c[i].match;
+
+        if (!c[i].usable) {
+            continue;
         }
+
+        longest = ngx_max(longest, c[i].match);
+
+        if (top == NGX_ERROR || c[i].rank > c[top].rank) {
+            top = i;
+        }
+    }
+
+    /* the guess for a conversation another instance placed */
+
+    if (expect <= longest) {
+        top = NGX_ERROR;
+
+    } else {
+        longest = ngx_min(expect, len);
     }
 
     for (i = 0; i < n; i++) {
@@ -83,11 +102,12 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
 
         decode = ngx_min(c[i].decoding, NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS / 2);
         weight = ngx_http_prefix_route_weight(&c[i]);
+        match = ((ngx_int_t) i == top) ? ngx_min(expect, len) : c[i].match;
 
-        c[i].cost = (c[i].queued + (double) (len - c[i].match))
+        c[i].cost = (c[i].queued + (double) (len - match))
                     * NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS
                     / (NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS - decode) / weight
-                    + (double) (longest - c[i].match) * conf->affinity / 100;
+                    + (double) (longest - match) * conf->affinity / 100;
 
         total += weight;
         inflight += c[i].inflight;

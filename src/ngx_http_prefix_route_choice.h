@@ -99,6 +99,15 @@ typedef struct {
  * for the load), then the highest rank wins: new prompts spread over an
  * idle fleet, and nginx instances that see similar loads agree.
  *
+ * "expect" is a guess for a conversation this nginx instance has not
+ * seen (no usable server is known to hold its first answer): another
+ * instance placed its earlier turns, on an idle enough fleet where the
+ * rank of its first turn put them, so the usable server of the highest
+ * rank is expected to hold "expect" bytes (up to the last answer) when
+ * the index knows less there.  The guess enters the estimates, nothing
+ * else: a busy server still loses, and with one instance it applies only
+ * to conversations the index has forgotten or never saw.  0: no guess.
+ *
  * policy=cache_aware, the simple rule of SGLang's router, AIBrix and
  * Omni-Infer's nginx module, kept as a baseline: when the servers'
  * requests in flight differ by more than 15, the least outstanding prompt
@@ -109,7 +118,8 @@ typedef struct {
  * is usable.
  */
 ngx_int_t ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
-    ngx_uint_t n, size_t len, ngx_http_prefix_route_choice_t *conf);
+    ngx_uint_t n, size_t len, size_t expect,
+    ngx_http_prefix_route_choice_t *conf);
 
 
 #endif /* _NGX_HTTP_PREFIX_ROUTE_CHOICE_H_INCLUDED_ */

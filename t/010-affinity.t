@@ -346,3 +346,32 @@ my @len = map { ::canon_len(@$_) } ::two_branches();
 [("^b[1-4]\n\$") x 7,
  qr/\A(b[1-4])\ MISS\ [^\n]*\n \1\ HIT\ [^\n]*\n (b[1-4])\ \S+\ [^\n]*\n
       \1\ HIT\ [^\n]*\n \2\ HIT\ [^\n]*\n \1\ HIT\ [^\n]*\n \2\ HIT\ [^\n]*\n\z/x]
+
+
+
+=== TEST 11: a later turn of a conversation another instance placed goes where its first turn went, although this instance knows its system prompt elsewhere
+# Two upstreams with the same servers and their own zones stand for two
+# nginx instances.  A places conversation C (turn 1) on bX.  B has never
+# seen C, but has sent conversation E, with C's system prompt, to bY (the
+# texts are such that bY is not bX; the pattern checks it).  C's turn 2
+# reaches B: the index of B knows only the system prompt, on bY, yet C
+# goes to bX, where the rank of its first turn put it on every instance.
+--- http_config eval
+::upstream("zone=llm_a:1m", 1 .. 4) . ::upstream("zone=llm_b:1m", 1 .. 4)
+. ::routes(1 .. 4) . ::backends(1 .. 4)
+--- config eval
+::proxy(path => '~ ^/(?<fleet>llm_[ab])/', to => '$fleet', routes => 1)
+--- request eval
+my $s = ::sys(::text("Shared rules", 1000));
+my @c1 = ($s, ::user(::text("C question 1", 300)));
+my @c2 = (@c1, ::asst(::text("C answer 1", 400)),
+          ::user(::text("C question 2", 300)));
+my @e1 = ($s, ::user(::text("E question 1", 300)));
+my @r = map { ::chat($_) } \@c1, \@e1, \@c2;
+$r[0] =~ s{^POST /v1/}{POST /llm_a/v1/};
+$r[$_] =~ s{^POST /v1/}{POST /llm_b/v1/} for 1, 2;
+[@r, "GET /routes"]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 3,
+ qr/\A(b[1-4])\ MISS\ [^\n]*\n (?!\1\ )b[1-4]\ MISS\ [^\n]*\n
+      \1\ [^\n]*\n\z/x]

@@ -293,10 +293,12 @@ gzip(\$Chat => \$Gzipped) or die "gzip: $GzipError";
 our $Tagged = qq({"model":"m-$Marker","tools":[{"type":"function","function":{"name":"t_$Marker"}}],)
     . qq("messages":[{"role":"system","content":"sys $Marker"},{"role":"user","name":"n_$Marker","content":"$Text"}]});
 
-# TEST 22: 6 MB of text in one string, and 6 MB of empty objects
+# TEST 22: 6 MB of text in one string, and 6 MB of empty objects, as the
+# items of a Responses body (jansson's) and as messages (the fast path's)
 our $Flat6m = chat_str(text($Marker, 6_000_000));
-our $Objects6m = qq({"model":"m","messages":[{"role":"user","content":"$Marker"},)
+our $Objects6m = qq({"model":"m","input":[{"role":"user","content":"$Marker"},)
     . join(",", ("{}") x 2_000_000) . "]}";
+(our $Messages6m = $Objects6m) =~ s/"input"/"messages"/;
 
 # a --- response_body pattern that matches whatever the response when the
 # peak resident memory (VmHWM) of nginx's processes so far is below $mb MB;
@@ -774,16 +776,21 @@ jansson builds the whole body as a tree before the prompt is walked: each
 empty objects would take ~450 MB.  The module gives jansson a budget of
 16 bytes a body byte plus 1 MiB; past it the parse fails and the request
 is BYPASS with one info line.  The 6 MB string (MISS on 65536 bytes)
-fits.  After each, GET /peak reads nginx's peak resident memory from
-/proc (VmHWM): under 150 MB (the body buffer, the body, the budget).
+fits.  The same objects as chat messages take the fast path, which builds
+no tree: MISS on 65536 bytes.  After each, GET /peak reads nginx's peak
+resident memory from /proc (VmHWM): under 150 MB (the body buffer, the
+body, the budget, the fast path's gathered copy).
 --- config
 client_body_buffer_size 16m;
 location = /peak {
     return 200 "peak\n";
 }
 --- request eval
-[::post($::Flat6m), "GET /peak", ::post($::Objects6m), "GET /peak"]
+[::post($::Flat6m), "GET /peak", ::post($::Objects6m), "GET /peak",
+ ::post($::Messages6m), "GET /peak"]
 --- response_headers eval
-["X-Prefix-Route: MISS 0 65536", "", "X-Prefix-Route: BYPASS 0 0", ""]
+["X-Prefix-Route: MISS 0 65536", "", "X-Prefix-Route: BYPASS 0 0", "",
+ "X-Prefix-Route: MISS 0 65536", ""]
 --- response_body eval
-["$::Flat6m\n", ::peak_below(150), "$::Objects6m\n", ::peak_below(150)]
+["$::Flat6m\n", ::peak_below(150), "$::Objects6m\n", ::peak_below(150),
+ "$::Messages6m\n", ::peak_below(150)]

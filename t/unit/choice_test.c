@@ -143,20 +143,20 @@ test_choice(void)
     test_set(&c[2], 512, 0, 0, 3);
     test_set(&c[3], 0, 0, 0, 2);
 
-    k = ngx_http_prefix_route_choose(c, 4, 2000, &ttft);
+    k = ngx_http_prefix_route_choose(c, 4, 2000, 0, &ttft);
     test_ok(k == 1 && c[1].cost == 976 && c[2].cost == 1488 + 512
             && c[0].cost == 2000 + 1024,
             "idle fleet: the longest match; cost = prefill left + the "
             "prefill redone");
 
     c[1].queued = 1500;
-    k = ngx_http_prefix_route_choose(c, 4, 2000, &ttft);
+    k = ngx_http_prefix_route_choose(c, 4, 2000, 0, &ttft);
     test_ok(k == 2, "queued work beyond what the match saves (the wait "
             "and the work redone): the next best match");
 
     ttft.affinity = 0;
     c[1].queued = 900;
-    k = ngx_http_prefix_route_choose(c, 4, 2000, &ttft);
+    k = ngx_http_prefix_route_choose(c, 4, 2000, 0, &ttft);
     test_ok(k == 2 && c[1].cost == 1876 && c[2].cost == 1488,
             "affinity=0: the lowest time to first token alone");
     ttft.affinity = 100;
@@ -166,27 +166,56 @@ test_choice(void)
     test_set(&c[0], 0, 6000, 1, 9);
     test_set(&c[1], 0, 500, 1, 1);
     test_set(&c[2], 0, 8000, 2, 5);
-    k = ngx_http_prefix_route_choose(c, 3, 20000, &ttft);
+    k = ngx_http_prefix_route_choose(c, 3, 20000, 0, &ttft);
     test_ok(k == 1, "a cold prompt: the shortest queue, although it ranks "
             "lowest");
 
     c[0].queued = 2000;
-    k = ngx_http_prefix_route_choose(c, 3, 20000, &ttft);
+    k = ngx_http_prefix_route_choose(c, 3, 20000, 0, &ttft);
     test_ok(k == 0, "estimates within 1/8 of the lowest are equal: the "
             "highest rank among them");
 
     c[2].queued = 3000;
     c[2].match = 64;
-    k = ngx_http_prefix_route_choose(c, 3, 20000, &ttft);
+    k = ngx_http_prefix_route_choose(c, 3, 20000, 0, &ttft);
     test_ok(k == 0, "a short shared beginning (one block) does not pull: "
             "among equal estimates the highest rank");
+
+    /*
+     * a later turn of a conversation this instance has not seen, behind a
+     * preamble every server holds: the guess that another instance put it
+     * where its first turn ranked highest
+     */
+
+    test_set(&c[0], 1000, 3000, 1, 9);
+    test_set(&c[1], 1000, 0, 0, 1);
+    test_set(&c[2], 1000, 0, 0, 5);
+    k = ngx_http_prefix_route_choose(c, 3, 12000, 0, &ttft);
+    test_ok(k == 2, "an unseen conversation without a guess: where it "
+            "starts soonest, the top rank having a queue");
+
+    k = ngx_http_prefix_route_choose(c, 3, 12000, 10000, &ttft);
+    test_ok(k == 0 && c[0].cost == 3000 + 2000
+            && c[2].cost == 11000 + 9000,
+            "with the guess that the top rank holds it up to its last "
+            "answer: there, its queue shorter than the prefill saved");
+
+    c[0].queued = 30000;
+    k = ngx_http_prefix_route_choose(c, 3, 12000, 10000, &ttft);
+    test_ok(k == 2, "the guess is an estimate: a queue longer than the "
+            "prefill it saves still loses");
+
+    c[0].queued = 3000;
+    c[1].match = 11000;
+    k = ngx_http_prefix_route_choose(c, 3, 12000, 10000, &ttft);
+    test_ok(k == 1, "a server known to hold more than the guess: no guess");
 
     /* decoding requests slow the prefill */
 
     test_set(&c[0], 0, 8192, 0, 1);
     test_set(&c[1], 0, 8192, 4096, 2);
     c[1].decoding = 4096;
-    k = ngx_http_prefix_route_choose(c, 2, 8192, &ttft);
+    k = ngx_http_prefix_route_choose(c, 2, 8192, 0, &ttft);
     test_ok(k == 0 && c[1].cost == 2 * c[0].cost,
             "4096 requests decoding halve the step budget left to "
             "prefill: twice the estimate");
@@ -196,7 +225,7 @@ test_choice(void)
     test_set(&c[0], 0, 1000, 0, 1);
     test_set(&c[1], 0, 1500, 0, 2);
     c[1].weight = 2;
-    k = ngx_http_prefix_route_choose(c, 2, 1000, &ttft);
+    k = ngx_http_prefix_route_choose(c, 2, 1000, 0, &ttft);
     test_ok(k == 1 && c[1].cost == 1250 && c[0].cost == 2000,
             "weight=2 halves the estimate");
 
@@ -206,18 +235,18 @@ test_choice(void)
     test_set(&c[1], 0, 0, 2, 2);
     test_set(&c[2], 0, 0, 2, 3);
     test_set(&c[3], 0, 0, 2, 4);
-    k = ngx_http_prefix_route_choose(c, 4, 4200, &ttft);
+    k = ngx_http_prefix_route_choose(c, 4, 4200, 0, &ttft);
     test_ok(k == 1 || k == 2 || k == 3,
             "a holder with 10 in flight of 16 (room: 1.5 x 17 / 4 "
             "rounded up, + 2 = 9) takes no more");
 
     c[0].inflight = 7;
-    k = ngx_http_prefix_route_choose(c, 4, 4200, &ttft);
+    k = ngx_http_prefix_route_choose(c, 4, 4200, 0, &ttft);
     test_ok(k == 0, "with 7 of 13 it has room (1.5 x 14 / 4 -> 6, + 2)");
 
     ttft.max_load = 0;
     c[0].inflight = 100;
-    k = ngx_http_prefix_route_choose(c, 4, 4200, &ttft);
+    k = ngx_http_prefix_route_choose(c, 4, 4200, 0, &ttft);
     test_ok(k == 0, "max_load=off: no bound");
     ttft.max_load = 150;
 
@@ -232,7 +261,7 @@ test_choice(void)
     }
 
     for (i = 0; i < 64; i++) {
-        k = ngx_http_prefix_route_choose(c, 4, 61440, &ttft);
+        k = ngx_http_prefix_route_choose(c, 4, 61440, 0, &ttft);
 
         if (k == NGX_ERROR) {
             break;
@@ -257,19 +286,19 @@ test_choice(void)
     c[0].outstanding = 90000;
     c[1].outstanding = 30000;
     c[2].outstanding = 40000;
-    k = ngx_http_prefix_route_choose(c, 3, 4096, &simple);
+    k = ngx_http_prefix_route_choose(c, 3, 4096, 0, &simple);
     test_ok(k == 0, "cache_aware: in-flight counts within 15: the "
             "longest match");
 
     c[0].inflight = 21;
-    k = ngx_http_prefix_route_choose(c, 3, 4096, &simple);
+    k = ngx_http_prefix_route_choose(c, 3, 4096, 0, &simple);
     test_ok(k == 1, "cache_aware: counts 16 apart: the least outstanding "
             "bytes");
 
     c[0].match = 0;
     c[0].inflight = 5;
     c[2].match = 0;
-    k = ngx_http_prefix_route_choose(c, 3, 4096, &simple);
+    k = ngx_http_prefix_route_choose(c, 3, 4096, 0, &simple);
     test_ok(k == 1, "cache_aware: no match anywhere: the least "
             "outstanding bytes");
 
@@ -280,14 +309,14 @@ test_choice(void)
     test_set(&c[2], 0, 0, 0, 8);
     c[1].usable = 0;
     c[2].usable = 0;
-    k = ngx_http_prefix_route_choose(c, 3, 500, &ttft);
+    k = ngx_http_prefix_route_choose(c, 3, 500, 0, &ttft);
     test_ok(k == 0 && c[0].cost == 500,
             "unusable servers are skipped, their match too");
 
     c[0].usable = 0;
-    k = ngx_http_prefix_route_choose(c, 3, 500, &ttft);
+    k = ngx_http_prefix_route_choose(c, 3, 500, 0, &ttft);
     test_ok(k == NGX_ERROR, "no usable server: NGX_ERROR");
 
-    k = ngx_http_prefix_route_choose(c, 3, 500, &simple);
+    k = ngx_http_prefix_route_choose(c, 3, 500, 0, &simple);
     test_ok(k == NGX_ERROR, "cache_aware: no usable server: NGX_ERROR");
 }
