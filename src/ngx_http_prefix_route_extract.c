@@ -277,6 +277,11 @@ ngx_http_prefix_route_read(void *buffer, size_t buflen, void *data)
     ssize_t     n;
     ngx_buf_t  *b;
 
+    if (ngx_http_prefix_route_json_refused) {
+        /* past the budget: jansson stops with a read error */
+        return (size_t) -1;
+    }
+
     for ( ;; ) {
 
         if (body->pos < body->last) {
@@ -338,13 +343,20 @@ ngx_http_prefix_route_json_malloc(size_t size)
 
     if (ngx_http_prefix_route_json_limited) {
 
-        if (size > ngx_http_prefix_route_json_left) {
-            /* jansson does not always say why it failed: remember */
-            ngx_http_prefix_route_json_refused = 1;
-            return NULL;
-        }
+        /*
+         * Past the budget the parse is stopped by the read callback, at
+         * most one 1 KiB read later, not by a failed allocation: jansson
+         * 2.14's lexer ignores a failure to grow a string's buffer and
+         * then reads and writes past it (fuzz/regress/jansson-oom-*)
+         */
 
-        ngx_http_prefix_route_json_left -= size;
+        if (size > ngx_http_prefix_route_json_left) {
+            ngx_http_prefix_route_json_refused = 1;
+            ngx_http_prefix_route_json_left = 0;
+
+        } else {
+            ngx_http_prefix_route_json_left -= size;
+        }
     }
 
     p = ngx_http_prefix_route_json_alloc(size

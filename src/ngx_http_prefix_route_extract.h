@@ -27,8 +27,10 @@
  * body of long strings takes about twice its size, 100,000 short messages
  * ~10 times, empty objects ("{}," x 10^6) ~70 times theirs (measured with
  * t/070-hostile.t's bodies), so the budget is 16 bytes a body byte plus
- * 1 MiB; past it the parse fails and the request is balanced by round
- * robin.
+ * 1 MiB; past it the parse stops at jansson's next read (at most 1 KiB of
+ * body later, so at most the budget plus what that KiB and one string's
+ * buffer take) and the request is balanced by round robin.  jansson's
+ * allocations never fail for the budget: its lexer mishandles that.
  */
 #define NGX_HTTP_PREFIX_ROUTE_JSON_BUDGET(size)  (16 * (size) + 1048576)
 

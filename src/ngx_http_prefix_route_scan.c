@@ -26,9 +26,11 @@
 
 /*
  * members of the objects being written as canonical JSON at once, along
- * one path from the outermost: more are declined
+ * one path from the outermost, and values of one value written as JSON:
+ * more are declined
  */
 #define NGX_HTTP_PREFIX_ROUTE_MEMBERS 256
+#define NGX_HTTP_PREFIX_ROUTE_NODES   4096
 
 
 /*
@@ -78,12 +80,19 @@ typedef struct {
 } ngx_http_prefix_route_field_t;
 
 
-/* an object member to sort by key for canonical JSON */
+/*
+ * A value of a checked JSON value to write as canonical JSON, found once:
+ * a node of a tape in document order, its own nodes after it
+ */
 typedef struct {
-    u_char                          *key;
-    size_t                           len;
-    u_char                          *value;
-} ngx_http_prefix_route_member_t;
+    u_char                          *key;      /* an object member's key */
+    u_char                          *value;    /* its first byte */
+    uint32_t                         klen;
+    uint32_t                         len;      /* a string's bytes between
+                                                  its quotes, a scalar's */
+    uint32_t                         end;      /* the node after its own */
+    uint32_t                         escaped;  /* a string with a \ */
+} ngx_http_prefix_route_node_t;
 
 
 typedef struct {
@@ -94,8 +103,9 @@ typedef struct {
     ngx_uint_t                       keyed;    /* pr->key is set */
     ngx_uint_t                       measure;  /* count the bytes only */
     size_t                           measured;
-    ngx_uint_t                       nmembers;
-    ngx_http_prefix_route_member_t   members[NGX_HTTP_PREFIX_ROUTE_MEMBERS];
+    ngx_uint_t                       nnodes;   /* of the tape in use */
+    ngx_uint_t                       norder;   /* of order[] in use */
+    uint32_t                         order[NGX_HTTP_PREFIX_ROUTE_MEMBERS];
 } ngx_http_prefix_route_scan_t;
 
 
@@ -141,15 +151,17 @@ static ngx_int_t ngx_http_prefix_route_scan_parts(
     ngx_http_prefix_route_scan_t *s);
 static ngx_int_t ngx_http_prefix_route_scan_json_at(
     ngx_http_prefix_route_scan_t *s, u_char *p);
+static ngx_int_t ngx_http_prefix_route_scan_tape(
+    ngx_http_prefix_route_scan_t *s, ngx_uint_t depth);
 static ngx_int_t ngx_http_prefix_route_scan_json(
-    ngx_http_prefix_route_scan_t *s, ngx_uint_t depth);
+    ngx_http_prefix_route_scan_t *s, uint32_t n);
 static ngx_int_t ngx_http_prefix_route_scan_object(
-    ngx_http_prefix_route_scan_t *s, ngx_uint_t depth);
+    ngx_http_prefix_route_scan_t *s, uint32_t n);
 static void ngx_http_prefix_route_scan_json_string(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_span_t *sp);
 static void ngx_http_prefix_route_scan_skip(ngx_http_prefix_route_scan_t *s);
-static ngx_inline void ngx_http_prefix_route_scan_span(ngx_http_prefix_route_scan_t *s,
-    ngx_http_prefix_route_span_t *sp);
+static ngx_inline void ngx_http_prefix_route_scan_span(
+    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_span_t *sp);
 static ngx_int_t ngx_http_prefix_route_scan_key(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_span_t *key);
 static ngx_int_t ngx_http_prefix_route_scan_next(
@@ -170,10 +182,10 @@ static void ngx_http_prefix_route_scan_text(ngx_http_prefix_route_scan_t *s,
     ngx_http_prefix_route_span_t *sp);
 static void ngx_http_prefix_route_scan_code(ngx_http_prefix_route_scan_t *s,
     uint32_t v);
-static ngx_inline void ngx_http_prefix_route_scan_write(ngx_http_prefix_route_scan_t *s,
-    u_char *p, size_t n);
-static ngx_inline void ngx_http_prefix_route_scan_byte(ngx_http_prefix_route_scan_t *s,
-    u_char c);
+static ngx_inline void ngx_http_prefix_route_scan_write(
+    ngx_http_prefix_route_scan_t *s, u_char *p, size_t n);
+static ngx_inline void ngx_http_prefix_route_scan_byte(
+    ngx_http_prefix_route_scan_t *s, u_char c);
 static ngx_uint_t ngx_http_prefix_route_scan_eq(
     ngx_http_prefix_route_span_t *sp, ngx_str_t *str);
 
@@ -206,7 +218,8 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     s.keyed = 0;
     s.measure = 0;
     s.measured = 0;
-    s.nmembers = 0;
+    s.nnodes = 0;
+    s.norder = 0;
 
     model.data = NULL;
     salt.data = NULL;
@@ -784,6 +797,15 @@ ngx_http_prefix_route_scan_parts(ngx_http_prefix_route_scan_t *s)
 }
 
 
+/*
+ * The nodes of the values being written as canonical JSON: one value's at
+ * a time (tools, a message's tool calls...), in the process: a worker
+ * reads one body at a time
+ */
+static ngx_http_prefix_route_node_t
+    ngx_http_prefix_route_scan_nodes[NGX_HTTP_PREFIX_ROUTE_NODES];
+
+
 /* the canonical JSON of the checked value at p */
 
 static ngx_int_t
@@ -794,8 +816,13 @@ ngx_http_prefix_route_scan_json_at(ngx_http_prefix_route_scan_t *s, u_char *p)
 
     save = s->p;
     s->p = p;
+    s->nnodes = 0;
 
-    rc = ngx_http_prefix_route_scan_json(s, 1);
+    rc = ngx_http_prefix_route_scan_tape(s, 1);
+
+    if (rc == NGX_OK) {
+        rc = ngx_http_prefix_route_scan_json(s, 0);
+    }
 
     s->p = save;
 
@@ -804,150 +831,201 @@ ngx_http_prefix_route_scan_json_at(ngx_http_prefix_route_scan_t *s, u_char *p)
 
 
 /*
- * A checked value (every value written here was checked by
- * ngx_http_prefix_route_scan_value() first, so it is passed over quickly)
- * written as jansson's json_dump_callback() writes it with
- * JSON_COMPACT|JSON_SORT_KEYS: no white space, keys in byte order, strings
- * re-escaped, integers as int64.  A real number is declined: jansson
- * prints it from a double ("%.17g").
+ * A checked value (every value written as JSON was checked by
+ * ngx_http_prefix_route_scan_value() first) put on the tape, each of its
+ * values a node: strings and scalars found once, not once for each level
+ * of nesting, as sorting an object's members would take otherwise.  A
+ * real number is declined: jansson prints it from a double ("%.17g").
  */
 
 static ngx_int_t
-ngx_http_prefix_route_scan_json(ngx_http_prefix_route_scan_t *s,
+ngx_http_prefix_route_scan_tape(ngx_http_prefix_route_scan_t *s,
     ngx_uint_t depth)
 {
-    u_char                        *start;
+    u_char                         c, close;
+    uint32_t                       n, child;
     ngx_int_t                      rc;
-    ngx_http_prefix_route_span_t   sp;
+    ngx_http_prefix_route_span_t   sp, key;
+    ngx_http_prefix_route_node_t  *node;
 
-    if (depth > NGX_HTTP_PREFIX_ROUTE_SCAN_DEPTH) {
+    if (s->nnodes == NGX_HTTP_PREFIX_ROUTE_NODES
+        || depth > NGX_HTTP_PREFIX_ROUTE_SCAN_DEPTH)
+    {
         return NGX_DECLINED;
     }
 
-    switch (*s->p) {
+    n = s->nnodes++;
+    node = &ngx_http_prefix_route_scan_nodes[n];
 
-    case '"':
+    node->key = NULL;
+    node->klen = 0;
+    node->value = s->p;
+    node->escaped = 0;
+
+    c = *s->p;
+
+    if (c == '"') {
         ngx_http_prefix_route_scan_span(s, &sp);
-        ngx_http_prefix_route_scan_json_string(s, &sp);
-        return NGX_OK;
+        node->len = sp.len;
+        node->escaped = sp.escaped;
+        goto done;
+    }
 
-    case '{':
-        return ngx_http_prefix_route_scan_object(s, depth);
-
-    case '[':
-        break;
-
-    default:
-        start = s->p;
-
+    if (c != '{' && c != '[') {
         ngx_http_prefix_route_scan_skip(s);
+        node->len = s->p - node->value;
 
-        if (ngx_strlchr(start, s->p, '.') != NULL) {
+        if (ngx_strlchr(node->value, s->p, '.') != NULL) {
             return NGX_DECLINED;
         }
 
-        /* literals and integers as they are, but "-0", which is 0 */
-
-        if (s->p - start == 2 && start[0] == '-' && start[1] == '0') {
-            start++;
-        }
-
-        ngx_http_prefix_route_scan_write(s, start, s->p - start);
-        return NGX_OK;
+        goto done;
     }
 
+    close = (c == '{') ? '}' : ']';
+
     s->p++;
-    ngx_http_prefix_route_scan_byte(s, '[');
     ngx_http_prefix_route_scan_ws(s);
 
-    if (*s->p == ']') {
+    if (*s->p == close) {
         s->p++;
-        ngx_http_prefix_route_scan_byte(s, ']');
-        return NGX_OK;
+        goto done;
     }
 
     do {
         ngx_http_prefix_route_scan_ws(s);
 
-        if (ngx_http_prefix_route_scan_json(s, depth + 1) != NGX_OK) {
+        if (c == '{') {
+            /* a checked key has no escape */
+            ngx_http_prefix_route_scan_span(s, &key);
+            ngx_http_prefix_route_scan_ws(s);
+            s->p++;
+            ngx_http_prefix_route_scan_ws(s);
+        }
+
+        child = s->nnodes;
+
+        if (ngx_http_prefix_route_scan_tape(s, depth + 1) != NGX_OK) {
             return NGX_DECLINED;
         }
 
-        rc = ngx_http_prefix_route_scan_next(s, ']');
+        if (c == '{') {
+            ngx_http_prefix_route_scan_nodes[child].key = key.data;
+            ngx_http_prefix_route_scan_nodes[child].klen = key.len;
+        }
 
-        ngx_http_prefix_route_scan_byte(s, (rc == NGX_AGAIN) ? ',' : ']');
+        rc = ngx_http_prefix_route_scan_next(s, close);
 
     } while (rc == NGX_AGAIN);
 
-    return rc;
+done:
+
+    node->end = s->nnodes;
+
+    return NGX_OK;
 }
 
 
 /*
- * An object: its members found first, sorted by key as jansson's
- * compare_keys() sorts them (bytes, then the shorter first), then each
- * written; a key given twice is declined.
+ * Node n written as jansson's json_dump_callback() writes it with
+ * JSON_COMPACT|JSON_SORT_KEYS: no white space, keys in byte order, strings
+ * re-escaped, integers as int64 ("-0" is 0).
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_json(ngx_http_prefix_route_scan_t *s, uint32_t n)
+{
+    uint32_t                       i;
+    ngx_http_prefix_route_span_t   sp;
+    ngx_http_prefix_route_node_t  *node;
+
+    node = &ngx_http_prefix_route_scan_nodes[n];
+
+    switch (*node->value) {
+
+    case '"':
+        sp.data = node->value + 1;
+        sp.len = node->len;
+        sp.escaped = node->escaped;
+        ngx_http_prefix_route_scan_json_string(s, &sp);
+        return NGX_OK;
+
+    case '{':
+        return ngx_http_prefix_route_scan_object(s, n);
+
+    case '[':
+        ngx_http_prefix_route_scan_byte(s, '[');
+
+        for (i = n + 1; i < node->end;
+             i = ngx_http_prefix_route_scan_nodes[i].end)
+        {
+            if (i > n + 1) {
+                ngx_http_prefix_route_scan_byte(s, ',');
+            }
+
+            if (ngx_http_prefix_route_scan_json(s, i) != NGX_OK) {
+                return NGX_DECLINED;
+            }
+        }
+
+        ngx_http_prefix_route_scan_byte(s, ']');
+        return NGX_OK;
+
+    default:
+        if (node->len == 2 && node->value[0] == '-' && node->value[1] == '0') {
+            ngx_http_prefix_route_scan_byte(s, '0');
+            return NGX_OK;
+        }
+
+        ngx_http_prefix_route_scan_write(s, node->value, node->len);
+        return NGX_OK;
+    }
+}
+
+
+/*
+ * An object: its members sorted by key as jansson's compare_keys() sorts
+ * them (bytes, then the shorter first), then each written; a key given
+ * twice is declined.
  */
 
 static ngx_int_t
 ngx_http_prefix_route_scan_object(ngx_http_prefix_route_scan_t *s,
-    ngx_uint_t depth)
+    uint32_t n)
 {
-    u_char                          *end;
-    ngx_int_t                        rc, c;
-    ngx_uint_t                       base, i, j;
-    ngx_http_prefix_route_span_t     key;
-    ngx_http_prefix_route_member_t  *m, t;
+    uint32_t                       i, j, t, *m;
+    ngx_int_t                      c;
+    ngx_uint_t                     base, k;
+    ngx_http_prefix_route_node_t  *nodes, *a, *b;
 
-    s->p++;
-    ngx_http_prefix_route_scan_ws(s);
+    nodes = ngx_http_prefix_route_scan_nodes;
+    base = s->norder;
+    m = s->order;
 
-    if (*s->p == '}') {
-        s->p++;
-        ngx_http_prefix_route_scan_write(s, (u_char *) "{}", 2);
-        return NGX_OK;
-    }
+    for (i = n + 1; i < nodes[n].end; i = nodes[i].end) {
 
-    base = s->nmembers;
-    m = s->members;
-
-    do {
-        if (s->nmembers == NGX_HTTP_PREFIX_ROUTE_MEMBERS
-            || ngx_http_prefix_route_scan_key(s, &key) != NGX_OK)
-        {
+        if (s->norder == NGX_HTTP_PREFIX_ROUTE_MEMBERS) {
             return NGX_DECLINED;
         }
 
-        m[s->nmembers].key = key.data;
-        m[s->nmembers].len = key.len;
-        m[s->nmembers].value = s->p;
-        s->nmembers++;
-
-        ngx_http_prefix_route_scan_skip(s);
-
-        rc = ngx_http_prefix_route_scan_next(s, '}');
-
-    } while (rc == NGX_AGAIN);
-
-    if (rc != NGX_OK) {
-        return NGX_DECLINED;
+        m[s->norder++] = i;
     }
-
-    end = s->p;
 
     /* insertion sort: objects in requests have a few members */
 
-    for (i = base + 1; i < s->nmembers; i++) {
-        t = m[i];
+    for (k = base + 1; k < s->norder; k++) {
+        t = m[k];
+        b = &nodes[t];
 
-        for (j = i; j > base; j--) {
-            c = ngx_memcmp(m[j - 1].key, t.key, ngx_min(m[j - 1].len, t.len));
+        for (j = k; j > base; j--) {
+            a = &nodes[m[j - 1]];
+            c = ngx_memcmp(a->key, b->key, ngx_min(a->klen, b->klen));
 
-            if (c == 0 && m[j - 1].len == t.len) {
+            if (c == 0 && a->klen == b->klen) {
                 return NGX_DECLINED;
             }
 
-            if (c < 0 || (c == 0 && m[j - 1].len < t.len)) {
+            if (c < 0 || (c == 0 && a->klen < b->klen)) {
                 break;
             }
 
@@ -959,29 +1037,28 @@ ngx_http_prefix_route_scan_object(ngx_http_prefix_route_scan_t *s,
 
     ngx_http_prefix_route_scan_byte(s, '{');
 
-    for (i = base; i < s->nmembers; i++) {
+    for (k = base; k < s->norder; k++) {
 
-        if (i > base) {
+        if (k > base) {
             ngx_http_prefix_route_scan_byte(s, ',');
         }
 
         /* a key has no escape, so no byte jansson would escape */
 
+        a = &nodes[m[k]];
+
         ngx_http_prefix_route_scan_byte(s, '"');
-        ngx_http_prefix_route_scan_write(s, m[i].key, m[i].len);
+        ngx_http_prefix_route_scan_write(s, a->key, a->klen);
         ngx_http_prefix_route_scan_write(s, (u_char *) "\":", 2);
 
-        s->p = m[i].value;
-
-        if (ngx_http_prefix_route_scan_json(s, depth + 1) != NGX_OK) {
+        if (ngx_http_prefix_route_scan_json(s, m[k]) != NGX_OK) {
             return NGX_DECLINED;
         }
     }
 
     ngx_http_prefix_route_scan_byte(s, '}');
 
-    s->nmembers = base;
-    s->p = end;
+    s->norder = base;
 
     return NGX_OK;
 }

@@ -32,8 +32,10 @@
  * than 32, a member the walk reads given twice, non-text content parts,
  * Responses and legacy bodies; docs/design.md lists them): the fast path
  * never accepts a body jansson refuses.  The fuzzer checks both claims
- * (fuzz/prompt_fuzzer.c).  Never allocates: objects sorted for canonical
- * JSON use a fixed array of 256 members on the stack (about 6 KiB).
+ * (fuzz/prompt_fuzzer.c).  Never allocates: a value written as canonical
+ * JSON is put on a static tape of 4096 nodes, its objects' members sorted
+ * through an array of 256 on the stack; more are declined.  Not
+ * reentrant (the tape): one body at a time, as a worker reads them.
  */
 ngx_int_t ngx_http_prefix_route_scan(u_char *p, size_t len,
     ngx_http_prefix_route_prompt_t *pr);

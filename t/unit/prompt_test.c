@@ -681,6 +681,27 @@ main(void)
                 "fast path: a real number in tools is left to jansson "
                 "(which prints a double)");
 
+        /* an object of 300 members in tools: past the sort's array */
+        {
+            char        body[4096], *p;
+            ngx_uint_t  i;
+
+            p = body + sprintf(body, "{'messages':[{'role':'user',"
+                               "'content':'q'}],'tools':{");
+
+            for (i = 0; i < 300; i++) {
+                p += sprintf(p, "%s'k%03d':%d", i ? "," : "", (int) i,
+                             (int) i);
+            }
+
+            sprintf(p, "}}");
+
+            test_build(body, TEST_SIZE, &out);
+            test_ok(out.rc == NGX_OK && out.fast == NGX_DECLINED,
+                    "fast path: an object of more than 256 members to "
+                    "sort is left to jansson");
+        }
+
         test_build("{'messages':[{'role':'user','content':'q',"
                    "'content':'r'}]}", TEST_SIZE, &out);
         test_ok(out.rc == NGX_OK && out.fast == NGX_DECLINED,
