@@ -179,7 +179,9 @@ static void ngx_http_prefix_route_scan_ws(ngx_http_prefix_route_scan_t *s);
 static u_char *ngx_http_prefix_route_scan_unescape(u_char *q, u_char *last,
     uint32_t *v);
 static void ngx_http_prefix_route_scan_text(ngx_http_prefix_route_scan_t *s,
-    ngx_http_prefix_route_span_t *sp);
+    ngx_http_prefix_route_span_t *sp, ngx_uint_t json);
+static void ngx_http_prefix_route_scan_escape(ngx_http_prefix_route_scan_t *s,
+    uint32_t v);
 static void ngx_http_prefix_route_scan_code(ngx_http_prefix_route_scan_t *s,
     uint32_t v);
 static ngx_inline void ngx_http_prefix_route_scan_write(
@@ -598,7 +600,7 @@ ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
     ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_RS);
 
     if (string) {
-        ngx_http_prefix_route_scan_text(s, role);
+        ngx_http_prefix_route_scan_text(s, role, 0);
 
     } else {
         /* a missing role is written as the JSON null it amounts to */
@@ -694,7 +696,7 @@ ngx_http_prefix_route_scan_put(ngx_http_prefix_route_scan_t *s, u_char tag,
     ngx_http_prefix_route_scan_byte(s, tag);
 
     if (*f->value == '"') {
-        ngx_http_prefix_route_scan_text(s, &f->str);
+        ngx_http_prefix_route_scan_text(s, &f->str, 0);
         return NGX_OK;
     }
 
@@ -787,7 +789,7 @@ ngx_http_prefix_route_scan_parts(ngx_http_prefix_route_scan_t *s)
         }
 
         ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_GS);
-        ngx_http_prefix_route_scan_text(s, &text.str);
+        ngx_http_prefix_route_scan_text(s, &text.str, 0);
 
         rc = ngx_http_prefix_route_scan_next(s, ']');
 
@@ -1073,59 +1075,46 @@ static void
 ngx_http_prefix_route_scan_json_string(ngx_http_prefix_route_scan_t *s,
     ngx_http_prefix_route_span_t *sp)
 {
-    u_char         *p, *last, *q, esc[6];
-    uint32_t        v;
-    static u_char   hex[] = "0123456789ABCDEF";
+    ngx_http_prefix_route_scan_byte(s, '"');
+    ngx_http_prefix_route_scan_text(s, sp, 1);
+    ngx_http_prefix_route_scan_byte(s, '"');
+}
+
+
+/* a code point of a string in jansson's JSON */
+
+static void
+ngx_http_prefix_route_scan_escape(ngx_http_prefix_route_scan_t *s,
+    uint32_t v)
+{
+    u_char         esc[6];
+    static u_char  hex[] = "0123456789ABCDEF";
 
     /* the control bytes jansson escapes with a letter */
-    static u_char   letters[0x20] = {
+    static u_char  letters[0x20] = {
         0, 0, 0, 0, 0, 0, 0, 0, 'b', 't', 'n', 0, 'f', 'r', 0, 0,
         0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0
     };
 
-    p = sp->data;
-    last = p + sp->len;
-
-    ngx_http_prefix_route_scan_byte(s, '"');
-
-    while (p < last) {
-
-        q = sp->escaped ? ngx_strlchr(p, last, '\\') : NULL;
-
-        if (q == NULL) {
-            q = last;
-        }
-
-        ngx_http_prefix_route_scan_write(s, p, q - p);
-
-        if (q == last) {
-            break;
-        }
-
-        p = ngx_http_prefix_route_scan_unescape(q, last, &v);
-
-        if (v >= 0x20 && v != '"' && v != '\\') {
-            ngx_http_prefix_route_scan_code(s, v);
-            continue;
-        }
-
-        esc[0] = '\\';
-        esc[1] = (v >= 0x20) ? (u_char) v : letters[v];
-
-        if (esc[1] != 0) {
-            ngx_http_prefix_route_scan_write(s, esc, 2);
-            continue;
-        }
-
-        esc[1] = 'u';
-        esc[2] = '0';
-        esc[3] = '0';
-        esc[4] = hex[v >> 4];
-        esc[5] = hex[v & 0xf];
-        ngx_http_prefix_route_scan_write(s, esc, 6);
+    if (v >= 0x20 && v != '"' && v != '\\') {
+        ngx_http_prefix_route_scan_code(s, v);
+        return;
     }
 
-    ngx_http_prefix_route_scan_byte(s, '"');
+    esc[0] = '\\';
+    esc[1] = (v >= 0x20) ? (u_char) v : letters[v];
+
+    if (esc[1] != 0) {
+        ngx_http_prefix_route_scan_write(s, esc, 2);
+        return;
+    }
+
+    esc[1] = 'u';
+    esc[2] = '0';
+    esc[3] = '0';
+    esc[4] = hex[v >> 4];
+    esc[5] = hex[v & 0xf];
+    ngx_http_prefix_route_scan_write(s, esc, 6);
 }
 
 
@@ -1695,12 +1684,13 @@ ngx_http_prefix_route_scan_unescape(u_char *q, u_char *last, uint32_t *v)
 /*
  * A checked string's text, decoded, as ngx_http_prefix_route_prompt_text()
  * writes it: a byte the format reserves (0x1b-0x1f, only from a \u
- * escape here) as ESC and the byte | 0x40.
+ * escape here) as ESC and the byte | 0x40; with "json", each escaped code
+ * point as jansson escapes it instead.
  */
 
 static void
 ngx_http_prefix_route_scan_text(ngx_http_prefix_route_scan_t *s,
-    ngx_http_prefix_route_span_t *sp)
+    ngx_http_prefix_route_span_t *sp, ngx_uint_t json)
 {
     u_char    *p, *last, *q;
     uint32_t   v;
@@ -1729,13 +1719,18 @@ ngx_http_prefix_route_scan_text(ngx_http_prefix_route_scan_t *s,
 
         p = ngx_http_prefix_route_scan_unescape(q, last, &v);
 
-        if (v >= NGX_HTTP_PREFIX_ROUTE_ESC && v <= NGX_HTTP_PREFIX_ROUTE_US) {
+        if (json) {
+            ngx_http_prefix_route_scan_escape(s, v);
+
+        } else if (v >= NGX_HTTP_PREFIX_ROUTE_ESC
+                   && v <= NGX_HTTP_PREFIX_ROUTE_US)
+        {
             ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_ESC);
             ngx_http_prefix_route_scan_byte(s, (u_char) (v | 0x40));
-            continue;
-        }
 
-        ngx_http_prefix_route_scan_code(s, v);
+        } else {
+            ngx_http_prefix_route_scan_code(s, v);
+        }
     }
 }
 
