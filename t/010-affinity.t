@@ -350,28 +350,35 @@ my @len = map { ::canon_len(@$_) } ::two_branches();
 
 
 === TEST 11: a later turn of a conversation another instance placed goes where its first turn went, although this instance knows its system prompt elsewhere
-# Two upstreams with the same servers and their own zones stand for two
-# nginx instances.  A places conversation C (turn 1) on bX.  B has never
-# seen C, but has sent conversation E, with C's system prompt, to bY (the
-# texts are such that bY is not bX; the pattern checks it).  C's turn 2
-# reaches B: the index of B knows only the system prompt, on bY, yet C
-# goes to bX, where the rank of its first turn put it on every instance.
+# Pairs of upstreams over the same servers, each with its own zone, stand
+# for two nginx instances A and B; four pairs, four conversations.  A
+# places conversation C (turn 1).  B has never seen C, but has placed E,
+# which has C's system prompt, where E's own first turn ranks.  C's turn 2
+# reaches B: B's index knows only the system prompt, yet C goes where A
+# put it.  Where E's and C's first turns rank apart (the ranks hash the
+# servers' addresses, so the pairs that do depend on the ports), B
+# without the guess would send C after its system prompt instead.
 --- http_config eval
-::upstream("zone=llm_a:1m", 1 .. 4) . ::upstream("zone=llm_b:1m", 1 .. 4)
+join("", map { ::upstream("zone=llm_a$_:1m", 1 .. 4)
+               . ::upstream("zone=llm_b$_:1m", 1 .. 4) } 1 .. 4)
 . ::routes(1 .. 4) . ::backends(1 .. 4)
 --- config eval
-::proxy(path => '~ ^/(?<fleet>llm_[ab])/', to => '$fleet', routes => 1)
+::proxy(path => '~ ^/(?<fleet>llm_[ab][1-4])/', to => '$fleet', routes => 1)
 --- request eval
-my $s = ::sys(::text("Shared rules", 1000));
-my @c1 = ($s, ::user(::text("C question 1", 300)));
-my @c2 = (@c1, ::asst(::text("C answer 1", 400)),
-          ::user(::text("C question 2", 300)));
-my @e1 = ($s, ::user(::text("E question 1", 300)));
-my @r = map { ::chat($_) } \@c1, \@e1, \@c2;
-$r[0] =~ s{^POST /v1/}{POST /llm_a/v1/};
-$r[$_] =~ s{^POST /v1/}{POST /llm_b/v1/} for 1, 2;
+my @r;
+for my $i (1 .. 4) {
+    my $s = ::sys(::text("Rules $i", 1000));
+    my @c1 = ($s, ::user(::text("C$i question 1", 300)));
+    my @c2 = (@c1, ::asst(::text("C$i answer 1", 400)),
+              ::user(::text("C$i question 2", 300)));
+    my @e1 = ($s, ::user(::text("E$i question 1", 300)));
+    my @t = map { ::chat($_) } \@c1, \@e1, \@c2;
+    $t[0] =~ s{^POST /v1/}{POST /llm_a$i/v1/};
+    $t[$_] =~ s{^POST /v1/}{POST /llm_b$i/v1/} for 1, 2;
+    push @r, @t;
+}
 [@r, "GET /routes"]
 --- response_body_like eval
-[("^b[1-4]\n\$") x 3,
- qr/\A(b[1-4])\ MISS\ [^\n]*\n (?!\1\ )b[1-4]\ MISS\ [^\n]*\n
-      \1\ [^\n]*\n\z/x]
+[("^b[1-4]\n\$") x 12,
+ qr/\A(?:(b[1-4])\ MISS\ [^\n]*\n b[1-4]\ MISS\ [^\n]*\n
+         \g{-1}\ [^\n]*\n){4}\z/x]
