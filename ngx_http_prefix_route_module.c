@@ -99,8 +99,10 @@ typedef struct {
     unsigned                            reported:1;  /* cached tokens */
     uint64_t                            cached;      /* tokens reported */
     ngx_http_prefix_route_usage_t      *usage;       /* while it is read */
-    size_t                             *answers;     /* prompt.answers */
     ngx_uint_t                          nanswers;
+    size_t                              answers[
+                                           2 * NGX_HTTP_PREFIX_ROUTE_ANSWERS];
+                                                     /* prompt.answers */
     uint64_t                            model;       /* prompt.model */
     u_char                              model_name[
                                            NGX_HTTP_PREFIX_ROUTE_MODEL_NAME];
@@ -672,9 +674,8 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
                         prcf->max_prefix / prcf->block * sizeof(uint64_t));
     x.name = ctx->model_name;
     x.name_size = sizeof(ctx->model_name);
+    x.answers = ctx->answers;
     x.max_answers = NGX_HTTP_PREFIX_ROUTE_ANSWERS;
-    x.answers = ngx_palloc(r->pool,
-                           2 * NGX_HTTP_PREFIX_ROUTE_ANSWERS * sizeof(size_t));
 
     if (x.buf == NULL || x.hash == NULL) {
         return;
@@ -721,7 +722,6 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ctx->whole = x.whole;
     ctx->key = x.key;
     ctx->model = x.model;
-    ctx->answers = x.answers;
     ctx->nanswers = x.nanswers;
     ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
 
