@@ -75,6 +75,7 @@ typedef struct {
     size_t                              len;         /* prompt bytes */
     size_t                              match;       /* bytes on the peer */
     uint64_t                            key;         /* tie-break hash */
+    size_t                              key_len;     /* bytes it hashes */
     uint64_t                           *hash;        /* block chain */
     ngx_uint_t                          nblocks;
 
@@ -721,6 +722,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ctx->len = x.len;
     ctx->whole = x.whole;
     ctx->key = x.key;
+    ctx->key_len = x.key_len;
     ctx->model = x.model;
     ctx->nanswers = x.nanswers;
     ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
@@ -847,7 +849,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     ngx_http_upstream_rr_peers_t *peers, ngx_uint_t *chosen)
 {
     time_t                              now;
-    size_t                              longest, expect;
+    size_t                              longest, first, expect;
     uint64_t                           *id, t, hold;
     uintptr_t                           m;
     ngx_int_t                           k;
@@ -966,18 +968,26 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     }
 
     /*
-     * a later turn of a conversation no usable server is known to hold,
-     * even up to its first answer: another nginx instance placed it, and
-     * the guess is the top rank, up to its last answer (docs/design.md)
+     * a prompt no usable server is known to hold even up to the end of
+     * its first turn: if another nginx instance placed it, the rank of
+     * that turn chose the top rank, which then holds it up to its last
+     * answer; without answers only several instances guess, and the
+     * whole prompt (docs/design.md, "Several nginx instances")
      */
 
+    first = ctx->nanswers ? ctx->answers[0] : ctx->key_len;
     expect = 0;
 
-    if (ctx->nanswers > 0
-        && longest < ctx->answers[0] / prcf->block * prcf->block)
-    {
-        expect = ctx->answers[2 * ctx->nanswers - 1]
-                 / prcf->block * prcf->block;
+    if (longest < first / prcf->block * prcf->block) {
+
+        if (ctx->nanswers) {
+            expect = ctx->answers[2 * ctx->nanswers - 1];
+
+        } else if (prcf->instances > 1) {
+            expect = ctx->len;
+        }
+
+        expect = expect / prcf->block * prcf->block;
     }
 
     k = ngx_http_prefix_route_choose(prcf->cand, peers->number, ctx->len,
@@ -1645,6 +1655,7 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
     conf->choice.affinity = 100;
     conf->choice.max_load = 150;
     conf->feedback = NGX_HTTP_PREFIX_ROUTE_FEEDBACK_ON;
+    conf->instances = 1;
 
     return conf;
 }
@@ -1653,7 +1664,8 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
 /*
  * prefix_route zone=name:size [block=size] [max_prefix=size]
  *              [capacity=size] [affinity=number] [policy=ttft|cache_aware]
- *              [max_load=percent|off] [feedback=on|correct|off];
+ *              [max_load=percent|off] [feedback=on|correct|off]
+ *              [instances=number];
  *
  * Defaults and units are in README.md and docs/reference.md.
  */
@@ -1831,6 +1843,21 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
+        if (ngx_strncmp(value[i].data, "instances=", 10) == 0) {
+
+            n = ngx_atoi(value[i].data + 10, value[i].len - 10);
+
+            if (n == NGX_ERROR || n < 1 || n > 1000) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid instances \"%V\", it must be "
+                                   "a number from 1 to 1000", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            prcf->instances = n;
+            continue;
+        }
+
         if (ngx_strcmp(value[i].data, "policy=ttft") == 0) {
             prcf->choice.policy = NGX_HTTP_PREFIX_ROUTE_POLICY_TTFT;
             continue;
@@ -1931,7 +1958,8 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
         for (i = 1; i < cf->args->nelts; i++) {
             if (ngx_strncmp(value[i].data, "affinity=", 9) == 0
-                || ngx_strncmp(value[i].data, "max_load=", 9) == 0)
+                || ngx_strncmp(value[i].data, "max_load=", 9) == 0
+                || ngx_strncmp(value[i].data, "instances=", 10) == 0)
             {
                 ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
                                    "\"%V\" is ignored with "

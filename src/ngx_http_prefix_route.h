@@ -62,6 +62,9 @@ typedef struct {
                                                         max_load= */
     ngx_uint_t                          feedback;    /* feedback=, what the
                                                         engines' usage does */
+    ngx_uint_t                          instances;   /* instances=, nginx
+                                                        instances in front
+                                                        of the servers */
     ngx_http_prefix_route_probe_conf_t  probe;       /* prefix_route_probe */
 
     /* per server of the upstream: [0] primary, [1] backup, in list order */

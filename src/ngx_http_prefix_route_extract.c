@@ -196,10 +196,8 @@ built:
     x->nblocks = ngx_http_prefix_route_hash_blocks(pr.buf, pr.len, x->block,
                                                    pr.seed, x->hash,
                                                    x->max_prefix / x->block);
-    x->key = ngx_http_prefix_route_hash(pr.buf,
-                                        ngx_min(pr.key,
-                                              NGX_HTTP_PREFIX_ROUTE_KEY_SIZE),
-                                        pr.seed);
+    x->key_len = ngx_min(pr.key, NGX_HTTP_PREFIX_ROUTE_KEY_SIZE);
+    x->key = ngx_http_prefix_route_hash(pr.buf, x->key_len, pr.seed);
 
     return NGX_OK;
 }

@@ -74,6 +74,9 @@ typedef struct {
     size_t                            len;        /* bytes of prompt */
     ngx_uint_t                        nblocks;
     uint64_t                          key;        /* tie-break hash */
+    size_t                            key_len;    /* bytes the key hashes:
+                                                     the first turn, at
+                                                     most KEY_SIZE */
     uint64_t                          seed;       /* model and salt */
     uint64_t                          model;      /* the model's seed */
     size_t                            name_len;

@@ -382,3 +382,56 @@ for my $i (1 .. 4) {
 [("^b[1-4]\n\$") x 12,
  qr/\A(?:(b[1-4])\ MISS\ [^\n]*\n b[1-4]\ MISS\ [^\n]*\n
          \g{-1}\ [^\n]*\n){4}\z/x]
+
+
+
+=== TEST 12: with instances=2, a prompt without answers that this instance never saw goes where the other instance put it (the top rank of its first turn), although this instance knows its system prompt elsewhere
+# As TEST 11, with single-turn prompts: A places P; B places E, which has
+# P's system prompt; then P reaches B.  Told that another instance exists,
+# B expects P where its first turn ranks first, which is where A put it.
+--- http_config eval
+join("", map { ::upstream("zone=llm_a$_:1m instances=2", 1 .. 4)
+               . ::upstream("zone=llm_b$_:1m instances=2", 1 .. 4) } 1 .. 4)
+. ::routes(1 .. 4) . ::backends(1 .. 4)
+--- config eval
+::proxy(path => '~ ^/(?<fleet>llm_[ab][1-4])/', to => '$fleet', routes => 1)
+--- request eval
+my @r;
+for my $i (1 .. 4) {
+    my $s = ::sys(::text("Rules $i", 1000));
+    my @t = map { ::chat([$s, ::user(::text("$_$i question", 300))]) }
+                "P", "E", "P";
+    $t[0] =~ s{^POST /v1/}{POST /llm_a$i/v1/};
+    $t[$_] =~ s{^POST /v1/}{POST /llm_b$i/v1/} for 1, 2;
+    push @r, @t;
+}
+[@r, "GET /routes"]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 12,
+ qr/\A(?:(b[1-4])\ MISS\ [^\n]*\n b[1-4]\ MISS\ [^\n]*\n
+         \g{-1}\ (?:SPILL|HIT)\ [^\n]*\n){4}\z/x]
+
+
+
+=== TEST 13: with one instance (the default), the same prompt follows the system prompt this instance knows
+--- http_config eval
+join("", map { ::upstream("zone=llm_a$_:1m", 1 .. 4)
+               . ::upstream("zone=llm_b$_:1m", 1 .. 4) } 1 .. 4)
+. ::routes(1 .. 4) . ::backends(1 .. 4)
+--- config eval
+::proxy(path => '~ ^/(?<fleet>llm_[ab][1-4])/', to => '$fleet', routes => 1)
+--- request eval
+my @r;
+for my $i (1 .. 4) {
+    my $s = ::sys(::text("Rules $i", 1000));
+    my @t = map { ::chat([$s, ::user(::text("$_$i question", 300))]) }
+                "P", "E", "P";
+    $t[0] =~ s{^POST /v1/}{POST /llm_a$i/v1/};
+    $t[$_] =~ s{^POST /v1/}{POST /llm_b$i/v1/} for 1, 2;
+    push @r, @t;
+}
+[@r, "GET /routes"]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 12,
+ qr/\A(?:b[1-4]\ MISS\ [^\n]*\n (b[1-4])\ MISS\ [^\n]*\n
+         \g{-1}\ HIT\ [^\n]*\n){4}\z/x]

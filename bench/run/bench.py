@@ -130,13 +130,14 @@ BALANCERS = collections.OrderedDict([
     ("cache_aware", ("prefix_route policy=cache_aware (simple rule)",
                      "prefix_route policy=cache_aware", 1)),
     ("prefix_route", ("prefix_route", "prefix_route", 1)),
-    ("prefix_route_x3", ("prefix_route, 3 nginx instances", "prefix_route",
-                         3)),
+    ("prefix_route_x3", ("prefix_route, 3 nginx instances",
+                         "prefix_route instances=3", 3)),
     # make bench-feedback: the index corrected by the engines' usage
     ("prefix_route_correct", ("prefix_route feedback=correct",
                               "prefix_route feedback=correct", 1)),
     ("prefix_route_x3_correct", ("prefix_route feedback=correct, 3 nginx "
-                                 "instances", "prefix_route feedback=correct",
+                                 "instances",
+                                 "prefix_route feedback=correct instances=3",
                                  3)),
     ("prefix_route_cap4", ("prefix_route, capacity= 4x the servers' cache",
                            "prefix_route", 1)),
@@ -147,7 +148,8 @@ BALANCERS = collections.OrderedDict([
     ("prefix_route_probe", ("prefix_route with prefix_route_probe",
                             "prefix_route", 1)),
     ("prefix_route_x3_probe", ("prefix_route with prefix_route_probe, 3 "
-                               "nginx instances", "prefix_route", 3)),
+                               "nginx instances", "prefix_route instances=3",
+                               3)),
 ])
 CAPACITY_X = {"prefix_route_cap4": 4, "prefix_route_cap4_correct": 4}
 # these balancers probe the simulators' /metrics every PROBE_INTERVAL_S of
