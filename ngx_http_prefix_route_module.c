@@ -146,6 +146,8 @@ static char *ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static char *ngx_http_prefix_route_salt(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 static char *ngx_http_prefix_route_status(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static void ngx_http_prefix_route_count(void *data);
@@ -168,6 +170,13 @@ static ngx_command_t  ngx_http_prefix_route_commands[] = {
     { ngx_string("prefix_route_probe"),
       NGX_HTTP_UPS_CONF|NGX_CONF_ANY,
       ngx_http_prefix_route_probe,
+      NGX_HTTP_SRV_CONF_OFFSET,
+      0,
+      NULL },
+
+    { ngx_string("prefix_route_salt"),
+      NGX_HTTP_UPS_CONF|NGX_CONF_TAKE12,
+      ngx_http_prefix_route_salt,
       NGX_HTTP_SRV_CONF_OFFSET,
       0,
       NULL },
@@ -677,8 +686,18 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     x.name_size = sizeof(ctx->model_name);
     x.answers = ctx->answers;
     x.max_answers = NGX_HTTP_PREFIX_ROUTE_ANSWERS;
+    x.cache_salt = prcf->cache_salt;
+    ngx_str_null(&x.salt);
 
     if (x.buf == NULL || x.hash == NULL) {
+        return;
+    }
+
+    /* a tenant's salt that cannot be had must not mix it with others */
+
+    if (prcf->salt != NULL
+        && ngx_http_complex_value(r, prcf->salt, &x.salt) != NGX_OK)
+    {
         return;
     }
 
@@ -1302,6 +1321,15 @@ ngx_http_prefix_route_check(ngx_conf_t *cf)
 
         prcf = ngx_http_conf_upstream_srv_conf(uscfp[i],
                                                ngx_http_prefix_route_module);
+
+        if (prcf->salt && prcf->shm_zone == NULL) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "\"prefix_route_salt\" needs \"prefix_route\" "
+                          "in upstream \"%V\" in %s:%ui",
+                          &uscfp[i]->host, uscfp[i]->file_name,
+                          uscfp[i]->line);
+            return NGX_ERROR;
+        }
 
         if (prcf->probe.interval && prcf->shm_zone == NULL) {
             ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
@@ -2010,6 +2038,62 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                   |NGX_HTTP_UPSTREAM_BACKUP;
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * prefix_route_salt string [cache_salt=on|off];
+ *
+ * The string (variables allowed) keys the index apart per value, on top of
+ * the body's cache_salt, or in place of it with cache_salt=off; an empty
+ * value keys a request by the body alone (docs/reference.md).
+ */
+
+static char *
+ngx_http_prefix_route_salt(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
+{
+    ngx_http_prefix_route_srv_conf_t  *prcf = conf;
+
+    ngx_str_t                         *value;
+    ngx_http_compile_complex_value_t   ccv;
+
+    if (prcf->salt != NULL) {
+        return "is duplicate";
+    }
+
+    value = cf->args->elts;
+
+    prcf->salt = ngx_palloc(cf->pool, sizeof(ngx_http_complex_value_t));
+    if (prcf->salt == NULL) {
+        return NGX_CONF_ERROR;
+    }
+
+    ngx_memzero(&ccv, sizeof(ngx_http_compile_complex_value_t));
+
+    ccv.cf = cf;
+    ccv.value = &value[1];
+    ccv.complex_value = prcf->salt;
+
+    if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
+        return NGX_CONF_ERROR;
+    }
+
+    if (cf->args->nelts == 2
+        || ngx_strcmp(value[2].data, "cache_salt=on") == 0)
+    {
+        prcf->cache_salt = 1;
+        return NGX_CONF_OK;
+    }
+
+    if (ngx_strcmp(value[2].data, "cache_salt=off") == 0) {
+        prcf->cache_salt = 0;
+        return NGX_CONF_OK;
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\", it must be "
+                       "\"cache_salt=on\" or \"cache_salt=off\"", &value[2]);
+    return NGX_CONF_ERROR;
 }
 
 

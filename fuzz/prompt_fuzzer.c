@@ -288,6 +288,8 @@ fuzz_extract(const uint8_t *data, size_t size, size_t piece, uint64_t h,
     x.name_size = sizeof(name);
     x.answers = answers;
     x.max_answers = 8;
+    ngx_str_null(&x.salt);
+    x.cache_salt = 0;
 
     rc = ngx_http_prefix_route_extract(&x, pieces ? chain : NULL);
 

@@ -65,6 +65,8 @@ typedef struct {
     ngx_uint_t                          instances;   /* instances=, nginx
                                                         instances in front
                                                         of the servers */
+    ngx_http_complex_value_t           *salt;        /* prefix_route_salt */
+    ngx_uint_t                          cache_salt;  /* its cache_salt= */
     ngx_http_prefix_route_probe_conf_t  probe;       /* prefix_route_probe */
 
     /* per server of the upstream: [0] primary, [1] backup, in list order */

@@ -186,6 +186,14 @@ built:
         return NGX_DECLINED;
     }
 
+    /* nginx's salt in place of the body's, or on top of it */
+
+    if (x->salt.len) {
+        pr.seed = ngx_http_prefix_route_hash_salt(x->cache_salt ? pr.seed
+                                                                : pr.model,
+                                                  x->salt.data, x->salt.len);
+    }
+
     x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_OK;
     x->len = pr.len;
     x->whole = (pr.len < pr.size);

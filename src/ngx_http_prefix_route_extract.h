@@ -67,6 +67,10 @@ typedef struct {
     size_t                           *answers;    /* 2 x max_answers, or
                                                      NULL */
     ngx_uint_t                        max_answers;
+    ngx_str_t                         salt;       /* prefix_route_salt's
+                                                     value; empty: none */
+    ngx_uint_t                        cache_salt; /* with salt: the body's
+                                                     cache_salt counts too */
 
     /* set by ngx_http_prefix_route_extract() */
     off_t                             size;       /* bytes of body */
@@ -77,7 +81,8 @@ typedef struct {
     size_t                            key_len;    /* bytes the key hashes:
                                                      the first turn, at
                                                      most KEY_SIZE */
-    uint64_t                          seed;       /* model and salt */
+    uint64_t                          seed;       /* model, cache_salt,
+                                                     nginx's salt */
     uint64_t                          model;      /* the model's seed */
     size_t                            name_len;
     ngx_uint_t                        nanswers;   /* [start, end) pairs of

@@ -28,6 +28,13 @@ ngx_http_prefix_route_hash_seed(u_char *model, size_t model_len, u_char *salt,
 }
 
 
+uint64_t
+ngx_http_prefix_route_hash_salt(uint64_t seed, u_char *salt, size_t salt_len)
+{
+    return XXH3_64bits_withSeed(salt, salt_len, seed ^ 0x6e67);
+}
+
+
 ngx_uint_t
 ngx_http_prefix_route_hash_blocks(u_char *p, size_t len, size_t block,
     uint64_t seed, uint64_t *hash, ngx_uint_t max)

@@ -22,6 +22,15 @@ uint64_t ngx_http_prefix_route_hash_seed(u_char *model, size_t model_len,
     u_char *salt, size_t salt_len);
 
 /*
+ * Seed of a block chain keyed by a salt nginx gives (prefix_route_salt,
+ * e.g. an authenticated identity) on top of "seed", the one of
+ * ngx_http_prefix_route_hash_seed(): XXH3 64-bit of the salt seeded with
+ * it, apart from any body's cache_salt of the same bytes.
+ */
+uint64_t ngx_http_prefix_route_hash_salt(uint64_t seed, u_char *salt,
+    size_t salt_len);
+
+/*
  * Cuts p[0 .. len) into full blocks of "block" bytes and hashes them as a
  * chain: hash[0] = XXH3_64(block 0, seed), hash[i] = XXH3_64(block i,
  * hash[i - 1]), so hash[i] names the whole prefix up to the end of block i

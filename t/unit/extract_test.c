@@ -49,6 +49,8 @@ static u_char *test_chat(size_t messages, size_t *len);
 
 static ngx_file_t   test_file;
 static ngx_uint_t   test_moved;     /* the stage moved the file's offset */
+static ngx_str_t    test_salt;      /* prefix_route_salt's value */
+static ngx_uint_t   test_cache_salt;
 
 
 int
@@ -77,8 +79,7 @@ main(void)
 
     body = test_chat(1500, &len);
 
-    if (len < 3 * 65536 || pwrite(test_file.fd, body, len, 0) != (ssize_t) len)
-    {
+    if (len < 3 * 65536) {
         printf("Bail out! test body of %d bytes\n", (int) len);
         return 255;
     }
@@ -202,6 +203,76 @@ main(void)
             && a->x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_EMPTY,
             "no body is declined: empty");
 
+    /*
+     * prefix_route_salt: nginx's salt keys tenants apart, in place of the
+     * body's cache_salt or on top of it; through the fast path (one
+     * buffer) and jansson (the file) alike
+     */
+    {
+        u_char  *one, *two, *none;
+
+        one = (u_char *) "{\"model\":\"m\",\"cache_salt\":\"alice\","
+                         "\"messages\":[{\"role\":\"user\",\"content\":"
+                         "\"Summarise this text in one line, please: a "
+                         "long enough text for a few blocks of 64 bytes "
+                         "each, so that the hashes tell. It goes on for "
+                         "another line or two, past two blocks.\"}]}";
+        two = (u_char *) "{\"model\":\"m\",\"cache_salt\":\"bob\","
+                         "\"messages\":[{\"role\":\"user\",\"content\":"
+                         "\"Summarise this text in one line, please: a "
+                         "long enough text for a few blocks of 64 bytes "
+                         "each, so that the hashes tell. It goes on for "
+                         "another line or two, past two blocks.\"}]}";
+        none = (u_char *) "{\"model\":\"m\","
+                          "\"messages\":[{\"role\":\"user\",\"content\":"
+                          "\"Summarise this text in one line, please: a "
+                          "long enough text for a few blocks of 64 bytes "
+                          "each, so that the hashes tell. It goes on for "
+                          "another line or two, past two blocks.\"}]}";
+
+        test_extract(one, ngx_strlen(one), 1, 0, a);
+        ngx_str_set(&test_salt, "");
+        test_extract(one, ngx_strlen(one), 1, 1, b);
+        test_ok(a->x.nblocks >= 2 && test_same(a, b),
+                "an empty salt from nginx keys by the body's cache_salt, as "
+                "without prefix_route_salt");
+
+        ngx_str_set(&test_salt, "alice");
+        test_extract(none, ngx_strlen(none), 1, 0, b);
+        test_ok(b->rc == NGX_OK && a->x.nblocks == b->x.nblocks
+                && a->hash[0] != b->hash[0] && a->x.key != b->x.key,
+                "nginx's salt \"alice\" keys apart from a body's "
+                "cache_salt \"alice\"");
+
+        test_extract(one, ngx_strlen(one), 1, 0, a);
+        test_extract(two, ngx_strlen(two), 1, 1, b);
+        test_ok(test_same(a, b),
+                "the same salt from nginx: the same hashes whatever the "
+                "body's cache_salt (fast path and jansson)");
+
+        ngx_str_set(&test_salt, "bob");
+        test_extract(one, ngx_strlen(one), 1, 0, b);
+        test_ok(b->rc == NGX_OK && a->x.nblocks == b->x.nblocks
+                && a->hash[0] != b->hash[0]
+                && a->hash[b->x.nblocks - 1] != b->hash[b->x.nblocks - 1],
+                "another salt from nginx: other hashes, from the first "
+                "block");
+
+        test_cache_salt = 1;
+        test_extract(one, ngx_strlen(one), 1, 0, a);
+        test_extract(two, ngx_strlen(two), 1, 1, b);
+        test_ok(a->rc == NGX_OK && b->rc == NGX_OK
+                && a->hash[0] != b->hash[0],
+                "cache_salt=on: the body's cache_salt keys apart too");
+
+        test_extract(one, ngx_strlen(one), 1, 1, b);
+        test_ok(test_same(a, b),
+                "cache_salt=on: the same salts, the same hashes");
+
+        ngx_str_null(&test_salt);
+        test_cache_salt = 0;
+    }
+
     free(a);
     free(b);
 
@@ -212,7 +283,7 @@ main(void)
 /*
  * Runs the stage over "body" cut into "pieces" buffers of a chain, those
  * of odd number in the file when "in_file" (all of them with one piece),
- * the file holding the whole body at offset 0.
+ * written there whole at offset 0.
  */
 
 static void
@@ -225,6 +296,11 @@ test_extract(u_char *body, size_t len, ngx_uint_t pieces, ngx_uint_t in_file,
     ngx_chain_t   chain[TEST_PIECES];
 
     ngx_memzero(bufs, sizeof(bufs));
+
+    if (in_file && pwrite(test_file.fd, body, len, 0) != (ssize_t) len) {
+        printf("Bail out! cannot write the temporary file\n");
+        exit(255);
+    }
 
     for (i = 0; i < pieces; i++) {
         start = len * i / pieces;
@@ -257,6 +333,8 @@ test_extract(u_char *body, size_t len, ngx_uint_t pieces, ngx_uint_t in_file,
     out->x.name_size = sizeof(out->name);
     out->x.answers = out->answers;
     out->x.max_answers = 8;
+    out->x.salt = test_salt;
+    out->x.cache_salt = test_cache_salt;
 
     out->rc = ngx_http_prefix_route_extract(&out->x, pieces ? chain : NULL);
 
