@@ -23,6 +23,15 @@
  * always form whole prefixes, the holders of an entry include those of its
  * children, and no holder is freed while another points up to it.
  *
+ * The lists are segmented (SLRU): a holder recorded again, a prefix the
+ * peer was sent before, is protected ("hot"); a new one is on probation.
+ * Both forget probation first, and protected holders beyond HOT_SHARE of
+ * the peer's, or of the zone's, go back to probation, least recently used
+ * first.  A flood of one-off prompts then churns probation only.  The
+ * protected holders of a chain form a prefix of it, so in each list a
+ * parent stays more recent than its children, or protected while they
+ * are not.
+ *
  * Both take one 32-byte slab chunk: they refer to each other by 32-bit
  * offsets in the zone (8-byte units), and entries are found in a hash
  * table of the zone's own rather than nginx's red-black tree, whose node
@@ -48,7 +57,8 @@ struct ngx_http_prefix_route_holder_s {
     uint32_t                         entry;
     uint32_t                         up;        /* 0: the first block */
     uint32_t                         slot:12;   /* peer->slot */
-    uint32_t                         kids:20;   /* holders up to this one */
+    uint32_t                         hot:1;     /* protected */
+    uint32_t                         kids:19;   /* holders up to this one */
 };
 
 
@@ -64,7 +74,15 @@ struct ngx_http_prefix_route_holder_s {
 
 /* peers a zone can number, and holders a holder can have below it */
 #define NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS    ((1 << 12) - 1)
-#define NGX_HTTP_PREFIX_ROUTE_MAX_KIDS     ((1 << 20) - 1)
+#define NGX_HTTP_PREFIX_ROUTE_MAX_KIDS     ((1 << 19) - 1)
+
+/*
+ * The protected segment's share of the holders, of a peer and of the zone:
+ * 4/5, the split of Caffeine's W-TinyLFU main space; SLRU is Karedla, Love
+ * and Wherry, "Caching strategies to improve disk system performance",
+ * IEEE Computer 27(3), 1994.
+ */
+#define NGX_HTTP_PREFIX_ROUTE_HOT_SHARE(n) ((n) / 5 * 4)
 
 /* zone bytes per hash bucket: a bucket per two entries at most */
 #define NGX_HTTP_PREFIX_ROUTE_BUCKET_BYTES 128
@@ -105,6 +123,12 @@ static void *ngx_http_prefix_route_index_alloc(
     ngx_http_prefix_route_index_t *idx, size_t size, ngx_uint_t tries);
 static ngx_uint_t ngx_http_prefix_route_index_evict(
     ngx_http_prefix_route_index_t *idx);
+static void ngx_http_prefix_route_index_touch(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_holder_t *h,
+    ngx_uint_t hot);
+static void ngx_http_prefix_route_index_cool(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *hot,
+    ngx_uint_t *n, ngx_uint_t share, ngx_uint_t zone);
 static void ngx_http_prefix_route_index_remove(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_holder_t *h);
 static void ngx_http_prefix_route_index_release(
@@ -189,6 +213,7 @@ ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
     sh->nworkers = nworkers;
 
     ngx_http_prefix_route_link_init(idx, &sh->lru);
+    ngx_http_prefix_route_link_init(idx, &sh->hot);
     ngx_queue_init(&sh->peers);
 
     shpool->data = sh;
@@ -272,6 +297,7 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
                              * sizeof(ngx_http_prefix_route_cell_t));
 
     ngx_http_prefix_route_link_init(idx, &peer->lru);
+    ngx_http_prefix_route_link_init(idx, &peer->hot);
     peer->slot = sh->npeers++;
     peer->cells = (ngx_http_prefix_route_cell_t *) ((u_char *) peer + size);
     peer->len = name->len;
@@ -354,12 +380,10 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t n, ngx_uint_t *held,
     ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity, uint32_t stamp)
 {
-    ngx_uint_t                        d, i, k;
-    ngx_http_prefix_route_sh_t       *sh;
+    ngx_uint_t                        d, i, j, k;
     ngx_http_prefix_route_entry_t   **chain, *e;
     ngx_http_prefix_route_holder_t   *h, *up;
 
-    sh = idx->sh;
     chain = idx->chain;
 
     /*
@@ -420,14 +444,14 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
         up = h;
     }
 
-    /* the deepest block first, so that parents end up more recent */
+    /*
+     * the deepest block first, so that parents end up more recent; the
+     * blocks the peer held before are sent again: protected
+     */
 
-    for (h = up; h != NULL; h = ngx_http_prefix_route_ptr(idx, h->up)) {
-        ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
-        ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
-
-        ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
-        ngx_http_prefix_route_link_head(idx, &sh->lru, &h->zone_lru);
+    for (h = up, j = i; h != NULL; h = ngx_http_prefix_route_ptr(idx, h->up))
+    {
+        ngx_http_prefix_route_index_touch(idx, h, --j < *held);
 
         e = ngx_http_prefix_route_ptr(idx, h->entry);
         e->stamp = stamp;
@@ -436,8 +460,11 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     /* the prompt's own entries are pinned: it may be larger than that */
 
     if (capacity) {
-        sh->forgotten += ngx_http_prefix_route_index_trim(idx, peer, capacity,
-                                                          NULL);
+        ngx_http_prefix_route_index_cool(idx, &peer->hot, &peer->hot_blocks,
+                               NGX_HTTP_PREFIX_ROUTE_HOT_SHARE(capacity), 0);
+
+        idx->sh->forgotten += ngx_http_prefix_route_index_trim(idx, peer,
+                                                               capacity, NULL);
     }
 
     for (d = 0; d < k; d++) {
@@ -476,32 +503,43 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity,
     uint32_t *before)
 {
-    ngx_uint_t                       n;
-    ngx_http_prefix_route_link_t    *l;
+    ngx_uint_t                       n, s;
+    ngx_http_prefix_route_link_t    *l, *head;
     ngx_http_prefix_route_entry_t   *e;
     ngx_http_prefix_route_holder_t  *h;
 
     n = 0;
 
-    while (peer->blocks > 0) {
-        l = ngx_http_prefix_route_ptr(idx, peer->lru.prev);
-        h = (ngx_http_prefix_route_holder_t *) l;
-        e = ngx_http_prefix_route_ptr(idx, h->entry);
+    /* probation first, then the protected holders */
 
-        /* the least recently used holder has no kids unless pinned above */
+    for (s = 0; s < 2; s++) {
+        head = s ? &peer->hot : &peer->lru;
 
-        if (e->pinned || h->kids) {
-            break;
-        }
-
-        if (!(capacity && peer->blocks > capacity)
-            && !(before && (int32_t) (e->stamp - *before) < 0))
+        for (l = ngx_http_prefix_route_ptr(idx, head->prev);
+             l != head;
+             l = ngx_http_prefix_route_ptr(idx, head->prev))
         {
-            break;
-        }
+            h = (ngx_http_prefix_route_holder_t *) l;
+            e = ngx_http_prefix_route_ptr(idx, h->entry);
 
-        ngx_http_prefix_route_index_remove(idx, h);
-        n++;
+            /*
+             * the least recently used holder has no kids unless pinned
+             * above, or protected above some on probation
+             */
+
+            if (e->pinned || h->kids) {
+                break;
+            }
+
+            if (!(capacity && peer->blocks > capacity)
+                && !(before && (int32_t) (e->stamp - *before) < 0))
+            {
+                break;
+            }
+
+            ngx_http_prefix_route_index_remove(idx, h);
+            n++;
+        }
     }
 
     return n;
@@ -544,15 +582,16 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
     ngx_pool_t *pool, ngx_log_t *log)
 {
     uintptr_t                        *byaddr, key, *pu, *ph;
-    ngx_uint_t                        b, i, nh, ne, nc, nu, kids, bad, seen[8];
+    ngx_uint_t                        b, i, s, nh, nt, ne, nc, nu, kids, bad;
+    ngx_uint_t                        seen[9];
     ngx_queue_t                      *q;
     ngx_http_prefix_route_sh_t       *sh;
-    ngx_http_prefix_route_link_t     *l;
+    ngx_http_prefix_route_link_t     *l, *head;
     ngx_http_prefix_route_peer_t     *peer;
     ngx_http_prefix_route_entry_t    *e, *p;
     ngx_http_prefix_route_holder_t   *h, *u;
 
-    static const char  *what[8] = {
+    static const char  *what[9] = {
         "entries in the table and their count differ",
         "an entry's holders or children are miscounted",
         "a holder is linked from another entry or peer",
@@ -560,7 +599,9 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         "holders are miscounted in the zone list or a peer's",
         "a parent block is less recently used than its child",
         "a holder's kids are miscounted",
-        "an entry's parent is not in the table"
+        "an entry's parent is not in the table",
+        "a holder is in the other segment's list, or protected holders "
+        "are miscounted"
     };
 
     sh = idx->sh;
@@ -592,22 +633,36 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         }
 
         nh = 0;
+        nt = 0;
 
-        for (l = ngx_http_prefix_route_ptr(idx, peer->lru.next);
-             l != &peer->lru && nh <= sh->holders;
-             l = ngx_http_prefix_route_ptr(idx, l->next))
-        {
-            h = (ngx_http_prefix_route_holder_t *) l;
+        for (s = 0; s < 2; s++) {
+            head = s ? &peer->hot : &peer->lru;
 
-            if (h->slot != peer->slot) {
-                ngx_http_prefix_route_bad(2);
+            for (l = ngx_http_prefix_route_ptr(idx, head->next);
+                 l != head && nh <= sh->holders;
+                 l = ngx_http_prefix_route_ptr(idx, l->next))
+            {
+                h = (ngx_http_prefix_route_holder_t *) l;
+
+                if (h->slot != peer->slot) {
+                    ngx_http_prefix_route_bad(2);
+                }
+
+                if (h->hot != s) {
+                    ngx_http_prefix_route_bad(8);
+                }
+
+                nh++;
+                nt += s;
             }
-
-            nh++;
         }
 
         if (nh != peer->blocks) {
             ngx_http_prefix_route_bad(4);
+        }
+
+        if (nt != peer->hot_blocks) {
+            ngx_http_prefix_route_bad(8);
         }
     }
 
@@ -616,27 +671,43 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
     }
 
     /*
-     * The zone list in order, then sorted by address with each holder's
-     * place in the list: a parent holder must come first.
+     * The zone lists in order, protected then probation, then sorted by
+     * address with each holder's place: a parent holder must come first.
      */
 
     nh = 0;
+    nt = 0;
 
-    for (l = ngx_http_prefix_route_ptr(idx, sh->lru.next);
-         l != &sh->lru && nh <= sh->holders;
-         l = ngx_http_prefix_route_ptr(idx, l->next))
-    {
-        if (nh < sh->holders) {
-            byaddr[2 * nh] = (uintptr_t) ngx_http_prefix_route_zone_holder(l);
-            byaddr[2 * nh + 1] = nh;
+    for (s = 0; s < 2; s++) {
+        head = s ? &sh->lru : &sh->hot;
+
+        for (l = ngx_http_prefix_route_ptr(idx, head->next);
+             l != head && nh <= sh->holders;
+             l = ngx_http_prefix_route_ptr(idx, l->next))
+        {
+            h = ngx_http_prefix_route_zone_holder(l);
+
+            if (nh < sh->holders) {
+                byaddr[2 * nh] = (uintptr_t) h;
+                byaddr[2 * nh + 1] = nh;
+            }
+
+            if (h->hot == s) {
+                ngx_http_prefix_route_bad(8);
+            }
+
+            nh++;
+            nt += !s;
         }
-
-        nh++;
     }
 
     if (nh != sh->holders) {
         ngx_http_prefix_route_bad(4);
         nh = ngx_min(nh, sh->holders);
+    }
+
+    if (nt != sh->hot_holders) {
+        ngx_http_prefix_route_bad(8);
     }
 
     ngx_qsort(byaddr, nh, 2 * sizeof(uintptr_t),
@@ -755,7 +826,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 
 #undef ngx_http_prefix_route_bad
 
-    for (i = 0; i < 8; i++) {
+    for (i = 0; i < 9; i++) {
         if (seen[i]) {
             ngx_log_error(NGX_LOG_ALERT, log, 0,
                           "prefix_route index check: %s (%ui times)",
@@ -920,6 +991,7 @@ ngx_http_prefix_route_index_add(ngx_http_prefix_route_index_t *idx,
     h->entry = ngx_http_prefix_route_off(idx, e);
     h->up = ngx_http_prefix_route_off(idx, up);
     h->kids = 0;
+    h->hot = 0;
     h->slot = peer->slot;
 
     if (up != NULL) {
@@ -959,32 +1031,111 @@ ngx_http_prefix_route_index_alloc(ngx_http_prefix_route_index_t *idx,
 static ngx_uint_t
 ngx_http_prefix_route_index_evict(ngx_http_prefix_route_index_t *idx)
 {
+    ngx_uint_t                       s;
     ngx_http_prefix_route_sh_t      *sh;
+    ngx_http_prefix_route_link_t    *head;
     ngx_http_prefix_route_entry_t   *e;
     ngx_http_prefix_route_holder_t  *h;
 
     sh = idx->sh;
 
-    if (sh->holders == 0) {
-        return 0;
-    }
+    /* the zone is full: what it protects is at most its share */
 
-    h = ngx_http_prefix_route_zone_holder(
-                               ngx_http_prefix_route_ptr(idx, sh->lru.prev));
-    e = ngx_http_prefix_route_ptr(idx, h->entry);
+    ngx_http_prefix_route_index_cool(idx, &sh->hot, &sh->hot_holders,
+                           NGX_HTTP_PREFIX_ROUTE_HOT_SHARE(sh->holders), 1);
 
-    if (e->pinned || h->kids) {
+    /* the tail of probation, or of the protected holders */
+
+    for (s = 0; s < 2; s++) {
+        head = s ? &sh->hot : &sh->lru;
+
+        if (head->prev == ngx_http_prefix_route_off(idx, head)) {
+            continue;
+        }
+
+        h = ngx_http_prefix_route_zone_holder(
+                                   ngx_http_prefix_route_ptr(idx, head->prev));
+        e = ngx_http_prefix_route_ptr(idx, h->entry);
+
         /*
-         * only the blocks of the record under way are left (a parent is
-         * always newer than its children, so kids is 0 at the tail)
+         * a parent is always newer than its children in its segment, so
+         * kids is 0 at the tail but for the blocks of the record under
+         * way, or a protected block with some on probation
          */
-        return 0;
+
+        if (e->pinned || h->kids) {
+            continue;
+        }
+
+        ngx_http_prefix_route_index_remove(idx, h);
+        sh->evictions++;
+
+        return 1;
     }
 
-    ngx_http_prefix_route_index_remove(idx, h);
-    sh->evictions++;
+    return 0;
+}
 
-    return 1;
+
+/*
+ * Moves a holder to the heads of its peer's and the zone's lists, of the
+ * protected segment if "hot", else of probation.
+ */
+
+static void
+ngx_http_prefix_route_index_touch(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_holder_t *h, ngx_uint_t hot)
+{
+    ngx_http_prefix_route_sh_t    *sh;
+    ngx_http_prefix_route_peer_t  *peer;
+
+    sh = idx->sh;
+    peer = sh->slots[h->slot];
+
+    ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
+    ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
+
+    if (h->hot) {
+        peer->hot_blocks--;
+        sh->hot_holders--;
+    }
+
+    if (hot) {
+        peer->hot_blocks++;
+        sh->hot_holders++;
+    }
+
+    h->hot = hot ? 1 : 0;
+
+    ngx_http_prefix_route_link_head(idx, hot ? &peer->hot : &peer->lru,
+                                    &h->peer_lru);
+    ngx_http_prefix_route_link_head(idx, hot ? &sh->hot : &sh->lru,
+                                    &h->zone_lru);
+}
+
+
+/*
+ * Puts the protected holders of the list "hot" (a peer's, or the zone's
+ * if "zone") back on probation, the least recently used first, while
+ * they are more than "share" (*n counts them): the tail of a segment has
+ * no protected kids.
+ */
+
+static void
+ngx_http_prefix_route_index_cool(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_link_t *hot, ngx_uint_t *n, ngx_uint_t share,
+    ngx_uint_t zone)
+{
+    ngx_http_prefix_route_link_t  *l;
+
+    while (*n > share) {
+        l = ngx_http_prefix_route_ptr(idx, hot->prev);
+
+        ngx_http_prefix_route_index_touch(idx,
+                           zone ? ngx_http_prefix_route_zone_holder(l)
+                                : (ngx_http_prefix_route_holder_t *) l,
+                           0);
+    }
 }
 
 
@@ -1020,7 +1171,9 @@ ngx_http_prefix_route_index_remove(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
 
     idx->sh->slots[h->slot]->blocks--;
+    idx->sh->slots[h->slot]->hot_blocks -= h->hot;
     idx->sh->holders--;
+    idx->sh->hot_holders -= h->hot;
 
     ngx_slab_free_locked(idx->shpool, h);
 

@@ -96,9 +96,12 @@ typedef struct {
  */
 typedef struct {
     ngx_queue_t                      queue;     /* in sh->peers */
-    ngx_http_prefix_route_link_t     lru;       /* holders, newest first */
+    ngx_http_prefix_route_link_t     lru;       /* holders on probation,
+                                                   newest first */
+    ngx_http_prefix_route_link_t     hot;       /* protected holders */
     ngx_uint_t                       slot;      /* number in the zone */
     ngx_uint_t                       blocks;    /* holders of this peer */
+    ngx_uint_t                       hot_blocks; /* of which protected */
 
     /* load, ngx_http_prefix_route_load.c */
     ngx_http_prefix_route_cell_t     load;      /* the total of cells[] */
@@ -138,7 +141,9 @@ typedef struct {
 
 
 typedef struct {
-    ngx_http_prefix_route_link_t     lru;       /* all holders, newest first */
+    ngx_http_prefix_route_link_t     lru;       /* holders on probation,
+                                                   newest first */
+    ngx_http_prefix_route_link_t     hot;       /* protected holders */
     uint32_t                         layout;    /* of this code's structs */
 
     /* entries by block hash: chains of offsets, keyed with a secret */
@@ -153,6 +158,7 @@ typedef struct {
 
     ngx_uint_t                       entries;   /* indexed blocks */
     ngx_uint_t                       holders;   /* (block, peer) pairs */
+    ngx_uint_t                       hot_holders; /* of which protected */
     ngx_uint_t                       evictions; /* holders dropped: memory */
     ngx_uint_t                       forgotten; /* holders dropped: capacity */
     ngx_uint_t                       capped;    /* lookups cut short */

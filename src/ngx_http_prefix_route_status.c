@@ -33,6 +33,7 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_U_USED,
     NGX_HTTP_PREFIX_ROUTE_U_BLOCKS,
     NGX_HTTP_PREFIX_ROUTE_U_HOLDERS,
+    NGX_HTTP_PREFIX_ROUTE_U_PROTECTED,
     NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS,
     NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN,
     NGX_HTTP_PREFIX_ROUTE_U_INDEX_BYTES,
@@ -134,6 +135,9 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
       "Block hashes (prefixes) in the index." },
     { "holders", "index_holders", "gauge",
       "(block, peer) pairs in the index." },
+    { "protected", "index_protected_holders", "gauge",
+      "Of those, pairs a peer was sent again: forgotten after those on "
+      "probation." },
     { "evictions", "evictions_total", "counter",
       "Index holders dropped to free zone memory." },
     { "forgotten", "forgotten_total", "counter",
@@ -319,10 +323,12 @@ ngx_http_prefix_route_status_handler(ngx_http_request_t *r)
 /*
  * A snapshot of every prefix_route upstream: the counters are read without
  * a lock, the index and peer figures under the zone mutex, one zone at a
- * time.  *size is set to a bound on the output in any format: at most 16
- * lines an upstream and 8 a peer, each with the names (6 times their
- * length once escaped for HTML), a metric name or a HELP text (under 128
- * bytes) and a figure (NGX_INT64_LEN), and the HTML page's head.
+ * time.  *size is set to a bound on the output in any format: a line for
+ * each figure of an upstream, each status and 4 more, and 12 more than
+ * its figures for a peer, each with the names (6 times their length once
+ * escaped for HTML), a metric name or a HELP text (under 128 bytes) and a
+ * figure (NGX_INT64_LEN); the HELP lines (256 bytes each) and the HTML
+ * page's head.
  */
 
 static ngx_int_t
@@ -348,7 +354,8 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    *size = 16 * 256 + sizeof(NGX_HTTP_PREFIX_ROUTE_HTML_HEAD);
+    *size = (NGX_HTTP_PREFIX_ROUTE_U_N + NGX_HTTP_PREFIX_ROUTE_P_N + 16) * 256
+            + sizeof(NGX_HTTP_PREFIX_ROUTE_HTML_HEAD);
 
     /* "check": the index is walked and checked, O(its size) */
     check = (ngx_http_arg(r, (u_char *) "check", 5, &arg) == NGX_OK);
@@ -383,8 +390,8 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
             return NGX_ERROR;
         }
 
-        *size += 16 * (128 + NGX_INT64_LEN
-                       + 6 * (st->name->len + st->zone->len))
+        *size += (NGX_HTTP_PREFIX_ROUTE_U_N + NGX_HTTP_PREFIX_ROUTE_NSTATUS + 4)
+                 * (128 + NGX_INT64_LEN + 6 * (st->name->len + st->zone->len))
                  + 32 * (NGX_ATOMIC_T_LEN + 1) + 64;
 
         sh = prcf->index.sh;
@@ -428,6 +435,7 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
                                   - shpool->pfree) * ngx_pagesize;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_BLOCKS] = sh->entries;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_HOLDERS] = sh->holders;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_PROTECTED] = sh->hot_holders;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS] = sh->evictions;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN] = sh->forgotten;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_CAPPED] = sh->capped;
@@ -909,10 +917,13 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
         p = (u_char *) ngx_escape_html(p, st[i].zone->data, st[i].zone->len);
 
         p = ngx_sprintf(p, ": %uL of %uL KiB used, %uL blocks indexed, "
-                           "%uL evicted, %uL forgotten<br>requests:",
+                           "%uL of %uL pairs protected, %uL evicted, "
+                           "%uL forgotten<br>requests:",
                         v[NGX_HTTP_PREFIX_ROUTE_U_USED] / 1024,
                         v[NGX_HTTP_PREFIX_ROUTE_U_SIZE] / 1024,
                         v[NGX_HTTP_PREFIX_ROUTE_U_BLOCKS],
+                        v[NGX_HTTP_PREFIX_ROUTE_U_PROTECTED],
+                        v[NGX_HTTP_PREFIX_ROUTE_U_HOLDERS],
                         v[NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS],
                         v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN]);
 

@@ -55,12 +55,13 @@ A MISS then a HIT of the same system prompt (the 1009-byte system segment
 is 15 full blocks, 960 bytes), and a GET without a prompt (BYPASS).  A
 prompt is 1116 bytes: RS "system" US "c" + 1000, RS "user" US "c" + 100,
 17 full blocks; the two share 15, so the index holds 19, all on the
-backend that got both: 19 entries and 19 pairs of 32 bytes, 1216 bytes.
+backend that got both: 19 entries and 19 pairs of 32 bytes, 1216 bytes;
+the 15 the backend was sent again are protected.
 --- request eval
 [::ask("first"), ::ask("second"), "GET /v1/models", "GET /status"]
 --- response_body_like eval
 ["^b[12]\n\$", "^b[12]\n\$", "^b[12]\n\$",
- qr/\A\{"upstreams":\[\{"name":"llm","zone":"llm","zone_size":1048576,"zone_used":\d+,"blocks":19,"holders":19,"evictions":0,"forgotten":0,"index_bytes":1216,"capped":0,"prompt_bytes":2232,"matched_bytes":960,"requests":\{"BYPASS":1,"MISS":1,"HIT":1,"SPILL":0\},"lock_hold_ns_log2":\[(?:\d+,){31}\d+\],"models":\[\],"peers":\[\{"name":"127\.0\.0\.1:19401","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"requests":(?:2|0),"hits":(?:1|0),"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\},\{"name":"127\.0\.0\.1:19402","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"requests":(?:2|0),"hits":(?:1|0),"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}\]\},\{"name":"other","zone":"other",.*"requests":\{"BYPASS":0,"MISS":0,"HIT":0,"SPILL":0\}.*\]\}\n\z/s]
+ qr/\A\{"upstreams":\[\{"name":"llm","zone":"llm","zone_size":1048576,"zone_used":\d+,"blocks":19,"holders":19,"protected":15,"evictions":0,"forgotten":0,"index_bytes":1216,"capped":0,"prompt_bytes":2232,"matched_bytes":960,"requests":\{"BYPASS":1,"MISS":1,"HIT":1,"SPILL":0\},"lock_hold_ns_log2":\[(?:\d+,){31}\d+\],"models":\[\],"peers":\[\{"name":"127\.0\.0\.1:19401","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"requests":(?:2|0),"hits":(?:1|0),"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\},\{"name":"127\.0\.0\.1:19402","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"requests":(?:2|0),"hits":(?:1|0),"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}\]\},\{"name":"other","zone":"other",.*"requests":\{"BYPASS":0,"MISS":0,"HIT":0,"SPILL":0\}.*\]\}\n\z/s]
 --- response_headers eval
 ["", "", "", "Content-Type: application/json"]
 
@@ -145,7 +146,7 @@ qr/\A(?:(?:# HELP nginx_prefix_route_\w+ [^\n]+|# TYPE nginx_prefix_route_\w+ (?
 --- response_headers eval
 ["Content-Type: text/html; charset=utf-8", "Content-Type: text/html; charset=utf-8"]
 --- response_body_like eval
-[(qr{<meta http-equiv="refresh" content="5">.*<h2>upstream llm</h2>\n<p>zone llm: \d+ of 1024 KiB used, 21 blocks indexed, 0 evicted, 0 forgotten<br>requests: BYPASS 1 MISS 1 HIT 2 SPILL 0; prompt bytes matched: [\d.]+%</p>\n<table>.*<tr><td>127\.0\.0\.1:19401</td><td class="up">up</td>.*<tr><td>127\.0\.0\.1:19402</td><td class="up">up</td>.*<h2>upstream other</h2>.*<tr><td>127\.0\.0\.1:19403</td><td class="up">up</td><td>0</td><td>0</td><td>0</td><td>0</td><td>-</td><td>0</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>\n</table>\n</body></html>\n\z}s) x 2]
+[(qr{<meta http-equiv="refresh" content="5">.*<h2>upstream llm</h2>\n<p>zone llm: \d+ of 1024 KiB used, 21 blocks indexed, \d+ of 21 pairs protected, 0 evicted, 0 forgotten<br>requests: BYPASS 1 MISS 1 HIT 2 SPILL 0; prompt bytes matched: [\d.]+%</p>\n<table>.*<tr><td>127\.0\.0\.1:19401</td><td class="up">up</td>.*<tr><td>127\.0\.0\.1:19402</td><td class="up">up</td>.*<h2>upstream other</h2>.*<tr><td>127\.0\.0\.1:19403</td><td class="up">up</td><td>0</td><td>0</td><td>0</td><td>0</td><td>-</td><td>0</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>\n</table>\n</body></html>\n\z}s) x 2]
 
 
 

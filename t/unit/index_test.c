@@ -36,6 +36,7 @@ void ngx_debug_point(void);
 static void test_pressure(void);
 static void test_pinning(void);
 static void test_lru(void);
+static void test_slru(void);
 static void test_forget(void);
 static void test_trim(void);
 static void test_shared_prefix(void);
@@ -92,6 +93,7 @@ main(void)
     test_pressure();
     test_pinning();
     test_lru();
+    test_slru();
     test_forget();
     test_trim();
     test_shared_prefix();
@@ -335,6 +337,97 @@ test_lru(void)
     peers[1]->blocks++;
     test_ok(test_check() > 0, "check: a peer's miscounted blocks are found");
     peers[1]->blocks--;
+}
+
+
+/*
+ * Segmented LRU: a prompt sent twice to a peer is protected, and survives
+ * a flood of one-off prompts, under the peer's capacity and under the
+ * zone's memory alike; protected blocks stay within 4/5 of a peer's.
+ */
+
+static void
+test_slru(void)
+{
+    uint32_t    now;
+    ngx_uint_t  i, bad;
+
+    test_zone(1024 * 1024, 2);
+
+    (void) test_record(1, 20, 0, 200);
+    test_ok(peers[0]->hot_blocks == 0 && idx.sh->hot_holders == 0,
+            "slru: a prompt sent once is on probation");
+
+    (void) test_record(1, 20, 0, 200);
+    test_ok(peers[0]->hot_blocks == 20 && idx.sh->hot_holders == 20,
+            "slru: sent again, it is protected");
+
+    /* a longer prompt on top: the part held before is protected */
+    (void) test_record(1, 30, 0, 200);
+    test_ok(peers[0]->hot_blocks == 20 && peers[0]->blocks == 30,
+            "slru: only the blocks held before are protected");
+    test_ok(test_check() == 0, "slru: consistent");
+
+    for (i = 0; i < 100; i++) {
+        (void) test_record(1000 + i, 20, 0, 200);
+    }
+
+    test_ok(test_match(1, 30, 0) == 20,
+            "slru: a flood of 10x the capacity in one-off prompts leaves "
+            "the protected prefix, and forgets its part on probation");
+    test_ok(test_match(1099, 20, 0) == 20 && test_match(1000, 20, 0) == 0,
+            "slru: the flood keeps its newest, forgets its oldest");
+    test_ok(peers[0]->blocks == 200, "slru: the peer keeps its capacity");
+    test_ok(test_check() == 0, "slru: consistent after the flood");
+
+    /* protected beyond 4/5 of the peer's blocks go back to probation */
+
+    for (i = 0; i < 10; i++) {
+        (void) test_record(200 + i, 10, 1, 50);
+        (void) test_record(200 + i, 10, 1, 50);
+    }
+
+    test_ok(peers[1]->blocks == 50 && peers[1]->hot_blocks <= 40,
+            "slru: protected blocks stay within 4/5 of the peer's");
+    test_ok(test_match(209, 10, 1) == 10 && test_match(200, 10, 1) == 0,
+            "slru: the least recently used of them go first");
+    test_ok(test_check() == 0, "slru: consistent after the protected share");
+
+    /* a restart forgets everything, protected or not */
+
+    now = test_clock + 1;
+    (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &now);
+    test_ok(peers[0]->blocks == 0 && peers[0]->hot_blocks == 0,
+            "slru: trimming by time drops the protected blocks too");
+    test_ok(test_check() == 0, "slru: consistent after the trim");
+
+    /* the zone's memory: a small zone flooded keeps the protected prefix */
+
+    test_zone(64 * 1024, 3);
+
+    (void) test_record(1, 20, 0, 0);
+    (void) test_record(1, 20, 0, 0);
+
+    bad = 0;
+
+    for (i = 1; i <= 2000; i++) {
+        (void) test_record(10 + i, 20, i % 3, 0);
+
+        if (i % 100 == 0 && test_check() != 0) {
+            bad++;
+        }
+    }
+
+    test_ok(idx.sh->evictions > 1000 && bad == 0,
+            "slru: the zone evicted, consistent throughout");
+    test_ok(test_match(1, 20, 0) == 20,
+            "slru: the protected prefix survives the zone's evictions");
+
+    /* the check sees a holder in the wrong segment */
+
+    peers[0]->hot_blocks++;
+    test_ok(test_check() > 0, "check: miscounted protected blocks are found");
+    peers[0]->hot_blocks--;
 }
 
 
