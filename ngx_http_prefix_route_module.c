@@ -677,6 +677,17 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
         return;
     }
 
+    /* a tenant's salt that cannot be had must not mix it with others */
+
+    ngx_str_null(&x.salt);
+    x.cache_salt = prcf->cache_salt;
+
+    if (prcf->salt != NULL
+        && ngx_http_complex_value(r, prcf->salt, &x.salt) != NGX_OK)
+    {
+        return;
+    }
+
     x.max_prefix = prcf->max_prefix;
     x.block = prcf->block;
     x.buf = ngx_pnalloc(r->pool, prcf->max_prefix);
@@ -686,18 +697,8 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     x.name_size = sizeof(ctx->model_name);
     x.answers = ctx->answers;
     x.max_answers = NGX_HTTP_PREFIX_ROUTE_ANSWERS;
-    x.cache_salt = prcf->cache_salt;
-    ngx_str_null(&x.salt);
 
     if (x.buf == NULL || x.hash == NULL) {
-        return;
-    }
-
-    /* a tenant's salt that cannot be had must not mix it with others */
-
-    if (prcf->salt != NULL
-        && ngx_http_complex_value(r, prcf->salt, &x.salt) != NGX_OK)
-    {
         return;
     }
 

@@ -23,14 +23,15 @@
  * always form whole prefixes, the holders of an entry include those of its
  * children, and no holder is freed while another points up to it.
  *
- * The lists are segmented (SLRU): a holder recorded again, a prefix the
- * peer was sent before, is protected ("hot"); a new one is on probation.
- * Both forget probation first, and protected holders beyond HOT_SHARE of
- * the peer's, or of the zone's, go back to probation, least recently used
- * first.  A flood of one-off prompts then churns probation only.  The
- * protected holders of a chain form a prefix of it, so in each list a
+ * The zone's list is segmented (SLRU): a holder recorded again, a prefix
+ * the peer was sent before, is protected ("hot"); a new one is on
+ * probation.  The zone forgets probation first, and protected holders
+ * beyond HOT_SHARE of the zone's go back to probation, least recently
+ * used first: a flood of one-off prompts churns probation only.  The
+ * protected holders of a chain form a prefix of it, so in each segment a
  * parent stays more recent than its children, or protected while they
- * are not.
+ * are not.  A peer's list stays one LRU: it stands for the engine's own
+ * cache, which evicts so (docs/design.md, "The index").
  *
  * Both take one 32-byte slab chunk: they refer to each other by 32-bit
  * offsets in the zone (8-byte units), and entries are found in a hash
@@ -77,10 +78,10 @@ struct ngx_http_prefix_route_holder_s {
 #define NGX_HTTP_PREFIX_ROUTE_MAX_KIDS     ((1 << 19) - 1)
 
 /*
- * The protected segment's share of the holders, of a peer and of the zone:
- * 4/5, the split of Caffeine's W-TinyLFU main space; SLRU is Karedla, Love
- * and Wherry, "Caching strategies to improve disk system performance",
- * IEEE Computer 27(3), 1994.
+ * The protected segment's share of the zone's holders: 4/5, the split of
+ * Caffeine's W-TinyLFU main space; SLRU is Karedla, Love and Wherry,
+ * "Caching strategies to improve disk system performance", IEEE Computer
+ * 27(3), 1994.
  */
 #define NGX_HTTP_PREFIX_ROUTE_HOT_SHARE(n) ((n) / 5 * 4)
 
@@ -123,12 +124,9 @@ static void *ngx_http_prefix_route_index_alloc(
     ngx_http_prefix_route_index_t *idx, size_t size, ngx_uint_t tries);
 static ngx_uint_t ngx_http_prefix_route_index_evict(
     ngx_http_prefix_route_index_t *idx);
-static void ngx_http_prefix_route_index_touch(
+static void ngx_http_prefix_route_index_segment(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_holder_t *h,
     ngx_uint_t hot);
-static void ngx_http_prefix_route_index_cool(
-    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *hot,
-    ngx_uint_t *n, ngx_uint_t share, ngx_uint_t zone);
 static void ngx_http_prefix_route_index_remove(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_holder_t *h);
 static void ngx_http_prefix_route_index_release(
@@ -297,7 +295,6 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
                              * sizeof(ngx_http_prefix_route_cell_t));
 
     ngx_http_prefix_route_link_init(idx, &peer->lru);
-    ngx_http_prefix_route_link_init(idx, &peer->hot);
     peer->slot = sh->npeers++;
     peer->cells = (ngx_http_prefix_route_cell_t *) ((u_char *) peer + size);
     peer->len = name->len;
@@ -451,7 +448,10 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
 
     for (h = up, j = i; h != NULL; h = ngx_http_prefix_route_ptr(idx, h->up))
     {
-        ngx_http_prefix_route_index_touch(idx, h, --j < *held);
+        ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
+        ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
+
+        ngx_http_prefix_route_index_segment(idx, h, --j < *held);
 
         e = ngx_http_prefix_route_ptr(idx, h->entry);
         e->stamp = stamp;
@@ -460,9 +460,6 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     /* the prompt's own entries are pinned: it may be larger than that */
 
     if (capacity) {
-        ngx_http_prefix_route_index_cool(idx, &peer->hot, &peer->hot_blocks,
-                               NGX_HTTP_PREFIX_ROUTE_HOT_SHARE(capacity), 0);
-
         idx->sh->forgotten += ngx_http_prefix_route_index_trim(idx, peer,
                                                                capacity, NULL);
     }
@@ -503,43 +500,32 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity,
     uint32_t *before)
 {
-    ngx_uint_t                       n, s;
-    ngx_http_prefix_route_link_t    *l, *head;
+    ngx_uint_t                       n;
+    ngx_http_prefix_route_link_t    *l;
     ngx_http_prefix_route_entry_t   *e;
     ngx_http_prefix_route_holder_t  *h;
 
     n = 0;
 
-    /* probation first, then the protected holders */
+    while (peer->blocks > 0) {
+        l = ngx_http_prefix_route_ptr(idx, peer->lru.prev);
+        h = (ngx_http_prefix_route_holder_t *) l;
+        e = ngx_http_prefix_route_ptr(idx, h->entry);
 
-    for (s = 0; s < 2; s++) {
-        head = s ? &peer->hot : &peer->lru;
+        /* the least recently used holder has no kids unless pinned above */
 
-        for (l = ngx_http_prefix_route_ptr(idx, head->prev);
-             l != head;
-             l = ngx_http_prefix_route_ptr(idx, head->prev))
-        {
-            h = (ngx_http_prefix_route_holder_t *) l;
-            e = ngx_http_prefix_route_ptr(idx, h->entry);
-
-            /*
-             * the least recently used holder has no kids unless pinned
-             * above, or protected above some on probation
-             */
-
-            if (e->pinned || h->kids) {
-                break;
-            }
-
-            if (!(capacity && peer->blocks > capacity)
-                && !(before && (int32_t) (e->stamp - *before) < 0))
-            {
-                break;
-            }
-
-            ngx_http_prefix_route_index_remove(idx, h);
-            n++;
+        if (e->pinned || h->kids) {
+            break;
         }
+
+        if (!(capacity && peer->blocks > capacity)
+            && !(before && (int32_t) (e->stamp - *before) < 0))
+        {
+            break;
+        }
+
+        ngx_http_prefix_route_index_remove(idx, h);
+        n++;
     }
 
     return n;
@@ -633,36 +619,22 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         }
 
         nh = 0;
-        nt = 0;
 
-        for (s = 0; s < 2; s++) {
-            head = s ? &peer->hot : &peer->lru;
+        for (l = ngx_http_prefix_route_ptr(idx, peer->lru.next);
+             l != &peer->lru && nh <= sh->holders;
+             l = ngx_http_prefix_route_ptr(idx, l->next))
+        {
+            h = (ngx_http_prefix_route_holder_t *) l;
 
-            for (l = ngx_http_prefix_route_ptr(idx, head->next);
-                 l != head && nh <= sh->holders;
-                 l = ngx_http_prefix_route_ptr(idx, l->next))
-            {
-                h = (ngx_http_prefix_route_holder_t *) l;
-
-                if (h->slot != peer->slot) {
-                    ngx_http_prefix_route_bad(2);
-                }
-
-                if (h->hot != s) {
-                    ngx_http_prefix_route_bad(8);
-                }
-
-                nh++;
-                nt += s;
+            if (h->slot != peer->slot) {
+                ngx_http_prefix_route_bad(2);
             }
+
+            nh++;
         }
 
         if (nh != peer->blocks) {
             ngx_http_prefix_route_bad(4);
-        }
-
-        if (nt != peer->hot_blocks) {
-            ngx_http_prefix_route_bad(8);
         }
     }
 
@@ -1039,10 +1011,18 @@ ngx_http_prefix_route_index_evict(ngx_http_prefix_route_index_t *idx)
 
     sh = idx->sh;
 
-    /* the zone is full: what it protects is at most its share */
+    /*
+     * the zone is full: what it protects is at most its share, the least
+     * recently used go back to probation (the tail has no protected kids)
+     */
 
-    ngx_http_prefix_route_index_cool(idx, &sh->hot, &sh->hot_holders,
-                           NGX_HTTP_PREFIX_ROUTE_HOT_SHARE(sh->holders), 1);
+    while (sh->hot_holders > NGX_HTTP_PREFIX_ROUTE_HOT_SHARE(sh->holders)) {
+        ngx_http_prefix_route_index_segment(idx,
+                                 ngx_http_prefix_route_zone_holder(
+                                     ngx_http_prefix_route_ptr(idx,
+                                                               sh->hot.prev)),
+                                 0);
+    }
 
     /* the tail of probation, or of the protected holders */
 
@@ -1078,64 +1058,32 @@ ngx_http_prefix_route_index_evict(ngx_http_prefix_route_index_t *idx)
 
 
 /*
- * Moves a holder to the heads of its peer's and the zone's lists, of the
- * protected segment if "hot", else of probation.
+ * Moves a holder to the head of the zone's protected holders if "hot",
+ * else to the head of those on probation.
  */
 
 static void
-ngx_http_prefix_route_index_touch(ngx_http_prefix_route_index_t *idx,
+ngx_http_prefix_route_index_segment(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_holder_t *h, ngx_uint_t hot)
 {
-    ngx_http_prefix_route_sh_t    *sh;
-    ngx_http_prefix_route_peer_t  *peer;
+    ngx_http_prefix_route_sh_t  *sh;
 
     sh = idx->sh;
-    peer = sh->slots[h->slot];
 
-    ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
     ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
 
     if (h->hot) {
-        peer->hot_blocks--;
         sh->hot_holders--;
     }
 
     if (hot) {
-        peer->hot_blocks++;
         sh->hot_holders++;
     }
 
     h->hot = hot ? 1 : 0;
 
-    ngx_http_prefix_route_link_head(idx, hot ? &peer->hot : &peer->lru,
-                                    &h->peer_lru);
     ngx_http_prefix_route_link_head(idx, hot ? &sh->hot : &sh->lru,
                                     &h->zone_lru);
-}
-
-
-/*
- * Puts the protected holders of the list "hot" (a peer's, or the zone's
- * if "zone") back on probation, the least recently used first, while
- * they are more than "share" (*n counts them): the tail of a segment has
- * no protected kids.
- */
-
-static void
-ngx_http_prefix_route_index_cool(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_link_t *hot, ngx_uint_t *n, ngx_uint_t share,
-    ngx_uint_t zone)
-{
-    ngx_http_prefix_route_link_t  *l;
-
-    while (*n > share) {
-        l = ngx_http_prefix_route_ptr(idx, hot->prev);
-
-        ngx_http_prefix_route_index_touch(idx,
-                           zone ? ngx_http_prefix_route_zone_holder(l)
-                                : (ngx_http_prefix_route_holder_t *) l,
-                           0);
-    }
 }
 
 
@@ -1171,7 +1119,6 @@ ngx_http_prefix_route_index_remove(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
 
     idx->sh->slots[h->slot]->blocks--;
-    idx->sh->slots[h->slot]->hot_blocks -= h->hot;
     idx->sh->holders--;
     idx->sh->hot_holders -= h->hot;
 

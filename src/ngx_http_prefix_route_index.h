@@ -96,12 +96,9 @@ typedef struct {
  */
 typedef struct {
     ngx_queue_t                      queue;     /* in sh->peers */
-    ngx_http_prefix_route_link_t     lru;       /* holders on probation,
-                                                   newest first */
-    ngx_http_prefix_route_link_t     hot;       /* protected holders */
+    ngx_http_prefix_route_link_t     lru;       /* holders, newest first */
     ngx_uint_t                       slot;      /* number in the zone */
     ngx_uint_t                       blocks;    /* holders of this peer */
-    ngx_uint_t                       hot_blocks; /* of which protected */
 
     /* load, ngx_http_prefix_route_load.c */
     ngx_http_prefix_route_cell_t     load;      /* the total of cells[] */
@@ -241,12 +238,13 @@ ngx_uint_t ngx_http_prefix_route_index_match(
  * the number of blocks ngx_http_prefix_route_index_match() found it held,
  * a hint: the index may have changed since; on output, the number it held
  * before this record.  Adds the missing entries and holders, makes all of
- * them the most recently used and stamps their blocks with "stamp" (ms),
- * then drops the peer's least recently used holders beyond "capacity"
- * blocks (0: no limit).  When the zone is full it drops the zone's least
- * recently used holders, never those of this prompt; if that is not
- * enough the prefix is recorded only in part.  Never fails.  Returns the
- * number of blocks recorded, from the first.
+ * them the most recently used (in the zone's lists, those it held before
+ * protected, the new ones on probation) and stamps their blocks with
+ * "stamp" (ms), then drops the peer's least recently used holders beyond
+ * "capacity" blocks (0: no limit).  When the zone is full it drops the
+ * zone's least recently used holders, on probation first, never those of
+ * this prompt; if that is not enough the prefix is recorded only in part.
+ * Never fails.  Returns the number of blocks recorded, from the first.
  */
 ngx_uint_t ngx_http_prefix_route_index_record(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,

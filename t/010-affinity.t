@@ -40,6 +40,22 @@ add_block_preprocessor(sub {
     return $block;
 });
 
+# for pair i of the upstreams llm_a1..4 and llm_b1..4 (two instances A
+# and B): P to A, then E (P's system prompt, another question) and P to B;
+# single-turn prompts of pairs 1 to 4, then GET /routes
+sub instance_pairs {
+    my @r;
+    for my $i (1 .. 4) {
+        my $s = sys(text("Rules $i", 1000));
+        my @t = map { chat([$s, user(text("$_$i question", 300))]) }
+                    "P", "E", "P";
+        $t[0] =~ s{^POST /v1/}{POST /llm_a$i/v1/};
+        $t[$_] =~ s{^POST /v1/}{POST /llm_b$i/v1/} for 1, 2;
+        push @r, @t;
+    }
+    return [@r, "GET /routes"];
+}
+
 # length of the canonical prompt of messages with string contents:
 # RS role US "c" content, per message
 sub canon_len {
@@ -359,7 +375,7 @@ my @len = map { ::canon_len(@$_) } ::two_branches();
 # servers' addresses, so the pairs that do depend on the ports), B
 # without the guess would send C after its system prompt instead.
 --- http_config eval
-join("", map { ::upstream("zone=llm_a$_:1m", 1 .. 4)
+CORE::join("", map { ::upstream("zone=llm_a$_:1m", 1 .. 4)
                . ::upstream("zone=llm_b$_:1m", 1 .. 4) } 1 .. 4)
 . ::routes(1 .. 4) . ::backends(1 .. 4)
 --- config eval
@@ -390,22 +406,12 @@ for my $i (1 .. 4) {
 # P's system prompt; then P reaches B.  Told that another instance exists,
 # B expects P where its first turn ranks first, which is where A put it.
 --- http_config eval
-join("", map { ::upstream("zone=llm_a$_:1m instances=2", 1 .. 4)
+CORE::join("", map { ::upstream("zone=llm_a$_:1m instances=2", 1 .. 4)
                . ::upstream("zone=llm_b$_:1m instances=2", 1 .. 4) } 1 .. 4)
 . ::routes(1 .. 4) . ::backends(1 .. 4)
 --- config eval
 ::proxy(path => '~ ^/(?<fleet>llm_[ab][1-4])/', to => '$fleet', routes => 1)
---- request eval
-my @r;
-for my $i (1 .. 4) {
-    my $s = ::sys(::text("Rules $i", 1000));
-    my @t = map { ::chat([$s, ::user(::text("$_$i question", 300))]) }
-                "P", "E", "P";
-    $t[0] =~ s{^POST /v1/}{POST /llm_a$i/v1/};
-    $t[$_] =~ s{^POST /v1/}{POST /llm_b$i/v1/} for 1, 2;
-    push @r, @t;
-}
-[@r, "GET /routes"]
+--- request eval: ::instance_pairs()
 --- response_body_like eval
 [("^b[1-4]\n\$") x 12,
  qr/\A(?:(b[1-4])\ MISS\ [^\n]*\n b[1-4]\ MISS\ [^\n]*\n
@@ -415,22 +421,12 @@ for my $i (1 .. 4) {
 
 === TEST 13: with one instance (the default), the same prompt follows the system prompt this instance knows
 --- http_config eval
-join("", map { ::upstream("zone=llm_a$_:1m", 1 .. 4)
+CORE::join("", map { ::upstream("zone=llm_a$_:1m", 1 .. 4)
                . ::upstream("zone=llm_b$_:1m", 1 .. 4) } 1 .. 4)
 . ::routes(1 .. 4) . ::backends(1 .. 4)
 --- config eval
 ::proxy(path => '~ ^/(?<fleet>llm_[ab][1-4])/', to => '$fleet', routes => 1)
---- request eval
-my @r;
-for my $i (1 .. 4) {
-    my $s = ::sys(::text("Rules $i", 1000));
-    my @t = map { ::chat([$s, ::user(::text("$_$i question", 300))]) }
-                "P", "E", "P";
-    $t[0] =~ s{^POST /v1/}{POST /llm_a$i/v1/};
-    $t[$_] =~ s{^POST /v1/}{POST /llm_b$i/v1/} for 1, 2;
-    push @r, @t;
-}
-[@r, "GET /routes"]
+--- request eval: ::instance_pairs()
 --- response_body_like eval
 [("^b[1-4]\n\$") x 12,
  qr/\A(?:b[1-4]\ MISS\ [^\n]*\n (b[1-4])\ MISS\ [^\n]*\n

@@ -341,9 +341,10 @@ test_lru(void)
 
 
 /*
- * Segmented LRU: a prompt sent twice to a peer is protected, and survives
- * a flood of one-off prompts, under the peer's capacity and under the
- * zone's memory alike; protected blocks stay within 4/5 of a peer's.
+ * Segmented LRU in the zone: a prompt sent twice to a peer is protected,
+ * and survives a flood of one-off prompts that fills the zone's memory;
+ * protected holders age out beyond 4/5 of the zone's.  A peer's capacity
+ * stays one LRU, the engine's own order.
  */
 
 static void
@@ -354,50 +355,38 @@ test_slru(void)
 
     test_zone(1024 * 1024, 2);
 
-    (void) test_record(1, 20, 0, 200);
-    test_ok(peers[0]->hot_blocks == 0 && idx.sh->hot_holders == 0,
+    (void) test_record(1, 20, 0, 0);
+    test_ok(idx.sh->hot_holders == 0,
             "slru: a prompt sent once is on probation");
 
-    (void) test_record(1, 20, 0, 200);
-    test_ok(peers[0]->hot_blocks == 20 && idx.sh->hot_holders == 20,
-            "slru: sent again, it is protected");
+    (void) test_record(1, 20, 0, 0);
+    test_ok(idx.sh->hot_holders == 20, "slru: sent again, it is protected");
 
     /* a longer prompt on top: the part held before is protected */
-    (void) test_record(1, 30, 0, 200);
-    test_ok(peers[0]->hot_blocks == 20 && peers[0]->blocks == 30,
+    (void) test_record(1, 30, 0, 0);
+    test_ok(idx.sh->hot_holders == 20 && peers[0]->blocks == 30,
             "slru: only the blocks held before are protected");
     test_ok(test_check() == 0, "slru: consistent");
 
-    for (i = 0; i < 100; i++) {
+    /* a peer's capacity forgets in the engine's order, protected or not */
+
+    for (i = 0; i < 20; i++) {
         (void) test_record(1000 + i, 20, 0, 200);
     }
 
-    test_ok(test_match(1, 30, 0) == 20,
-            "slru: a flood of 10x the capacity in one-off prompts leaves "
-            "the protected prefix, and forgets its part on probation");
-    test_ok(test_match(1099, 20, 0) == 20 && test_match(1000, 20, 0) == 0,
-            "slru: the flood keeps its newest, forgets its oldest");
-    test_ok(peers[0]->blocks == 200, "slru: the peer keeps its capacity");
-    test_ok(test_check() == 0, "slru: consistent after the flood");
+    test_ok(test_match(1, 30, 0) == 0 && test_match(1019, 20, 0) == 20
+            && peers[0]->blocks == 200 && idx.sh->hot_holders == 0,
+            "slru: a peer's capacity forgets its least recently used, "
+            "protected ones too");
+    test_ok(test_check() == 0, "slru: consistent after the capacity");
 
-    /* protected beyond 4/5 of the peer's blocks go back to probation */
+    /* a restart forgets everything */
 
-    for (i = 0; i < 10; i++) {
-        (void) test_record(200 + i, 10, 1, 50);
-        (void) test_record(200 + i, 10, 1, 50);
-    }
-
-    test_ok(peers[1]->blocks == 50 && peers[1]->hot_blocks <= 40,
-            "slru: protected blocks stay within 4/5 of the peer's");
-    test_ok(test_match(209, 10, 1) == 10 && test_match(200, 10, 1) == 0,
-            "slru: the least recently used of them go first");
-    test_ok(test_check() == 0, "slru: consistent after the protected share");
-
-    /* a restart forgets everything, protected or not */
-
+    (void) test_record(2, 10, 1, 0);
+    (void) test_record(2, 10, 1, 0);
     now = test_clock + 1;
-    (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &now);
-    test_ok(peers[0]->blocks == 0 && peers[0]->hot_blocks == 0,
+    (void) ngx_http_prefix_route_index_trim(&idx, peers[1], 0, &now);
+    test_ok(peers[1]->blocks == 0 && idx.sh->hot_holders == 0,
             "slru: trimming by time drops the protected blocks too");
     test_ok(test_check() == 0, "slru: consistent after the trim");
 
@@ -422,12 +411,27 @@ test_slru(void)
             "slru: the zone evicted, consistent throughout");
     test_ok(test_match(1, 20, 0) == 20,
             "slru: the protected prefix survives the zone's evictions");
+    test_ok(test_match(11, 20, 1) == 0 && test_match(2010, 20, 2) == 20,
+            "slru: the flood keeps its newest, forgets its oldest");
 
-    /* the check sees a holder in the wrong segment */
+    /* protected beyond 4/5 of the zone's holders age out */
 
-    peers[0]->hot_blocks++;
-    test_ok(test_check() > 0, "check: miscounted protected blocks are found");
-    peers[0]->hot_blocks--;
+    for (i = 1; i <= 300; i++) {
+        (void) test_record(5000 + i, 20, i % 3, 0);
+        (void) test_record(5000 + i, 20, i % 3, 0);
+    }
+
+    test_ok(idx.sh->hot_holders <= idx.sh->holders / 5 * 4 + 20
+            && test_match(1, 20, 0) == 0 && test_match(5300, 20, 0) == 20,
+            "slru: protected holders stay within 4/5 of the zone's, the "
+            "least recently used going first");
+    test_ok(test_check() == 0, "slru: consistent after the protected share");
+
+    /* the check sees miscounted protected holders */
+
+    idx.sh->hot_holders++;
+    test_ok(test_check() > 0, "check: miscounted protected holders are found");
+    idx.sh->hot_holders--;
 }
 
 
