@@ -665,9 +665,10 @@ bench-probes: all $(NGINX_BIN) bench-deps
 #                                      zone, all counted (1 and 2 workers)
 #                     spread           new prompts spread evenly over 4
 #                                      servers (1 and 2 workers)
-#                     tenant-flood     a tenant's repeated prompts keep
-#                                      >= 0.9 HIT while another floods
-#                                      distinct ones (1 and 2 workers)
+#                     tenant-flood     a tenant's repeated prompts stay
+#                                      known while another floods a full
+#                                      zone with distinct ones (1 and 2
+#                                      workers)
 #                   About 7 minutes on 2 cores.  STRESS="reload
 #                   worker-kill" runs some of them.  Part of "make check".
 #   make stress-deps
