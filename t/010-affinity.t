@@ -40,6 +40,22 @@ add_block_preprocessor(sub {
     return $block;
 });
 
+# http_config of four pairs of upstreams over the 4 backends, llm_a1..4
+# and llm_b1..4, each its own zone, with prefix_route parameters $params:
+# two nginx instances A and B, four times; and the location that sends
+# /llm_a1/... to llm_a1 and so on
+sub instance_fleet {
+    my ($params) = @_;
+    $params = $params ? " $params" : "";
+    return CORE::join("", map { upstream("zone=llm_a$_:1m$params", 1 .. 4)
+                                . upstream("zone=llm_b$_:1m$params", 1 .. 4) }
+                              1 .. 4)
+           . routes(1 .. 4) . backends(1 .. 4);
+}
+
+our $InstanceProxy = proxy(path => '~ ^/(?<fleet>llm_[ab][1-4])/',
+                           to => '$fleet', routes => 1);
+
 # for pair i of the upstreams llm_a1..4 and llm_b1..4 (two instances A
 # and B): P to A, then E (P's system prompt, another question) and P to B;
 # single-turn prompts of pairs 1 to 4, then GET /routes
@@ -374,12 +390,8 @@ my @len = map { ::canon_len(@$_) } ::two_branches();
 # put it.  Where E's and C's first turns rank apart (the ranks hash the
 # servers' addresses, so the pairs that do depend on the ports), B
 # without the guess would send C after its system prompt instead.
---- http_config eval
-CORE::join("", map { ::upstream("zone=llm_a$_:1m", 1 .. 4)
-               . ::upstream("zone=llm_b$_:1m", 1 .. 4) } 1 .. 4)
-. ::routes(1 .. 4) . ::backends(1 .. 4)
---- config eval
-::proxy(path => '~ ^/(?<fleet>llm_[ab][1-4])/', to => '$fleet', routes => 1)
+--- http_config eval: ::instance_fleet("")
+--- config eval: $::InstanceProxy
 --- request eval
 my @r;
 for my $i (1 .. 4) {
@@ -405,12 +417,8 @@ for my $i (1 .. 4) {
 # As TEST 11, with single-turn prompts: A places P; B places E, which has
 # P's system prompt; then P reaches B.  Told that another instance exists,
 # B expects P where its first turn ranks first, which is where A put it.
---- http_config eval
-CORE::join("", map { ::upstream("zone=llm_a$_:1m instances=2", 1 .. 4)
-               . ::upstream("zone=llm_b$_:1m instances=2", 1 .. 4) } 1 .. 4)
-. ::routes(1 .. 4) . ::backends(1 .. 4)
---- config eval
-::proxy(path => '~ ^/(?<fleet>llm_[ab][1-4])/', to => '$fleet', routes => 1)
+--- http_config eval: ::instance_fleet("instances=2")
+--- config eval: $::InstanceProxy
 --- request eval: ::instance_pairs()
 --- response_body_like eval
 [("^b[1-4]\n\$") x 12,
@@ -420,12 +428,8 @@ CORE::join("", map { ::upstream("zone=llm_a$_:1m instances=2", 1 .. 4)
 
 
 === TEST 13: with one instance (the default), the same prompt follows the system prompt this instance knows
---- http_config eval
-CORE::join("", map { ::upstream("zone=llm_a$_:1m", 1 .. 4)
-               . ::upstream("zone=llm_b$_:1m", 1 .. 4) } 1 .. 4)
-. ::routes(1 .. 4) . ::backends(1 .. 4)
---- config eval
-::proxy(path => '~ ^/(?<fleet>llm_[ab][1-4])/', to => '$fleet', routes => 1)
+--- http_config eval: ::instance_fleet("")
+--- config eval: $::InstanceProxy
 --- request eval: ::instance_pairs()
 --- response_body_like eval
 [("^b[1-4]\n\$") x 12,
