@@ -1876,7 +1876,7 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
             n = ngx_atoi(value[i].data + 10, value[i].len - 10);
 
-            if (n == NGX_ERROR || n < 1 || n > 1000) {
+            if (n < 1 || n > 1000) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid instances \"%V\", it must be "
                                    "a number from 1 to 1000", &value[i]);
