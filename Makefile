@@ -668,7 +668,8 @@ bench-probes: all $(NGINX_BIN) bench-deps
 #                     tenant-flood     a tenant's repeated prompts stay
 #                                      known while another floods a full
 #                                      zone with distinct ones (1 and 2
-#                                      workers)
+#                                      workers), or with repeated ones
+#                                      under tenant_share=50%
 #                   About 7 minutes on 2 cores.  STRESS="reload
 #                   worker-kill" runs some of them.  Part of "make check".
 #   make stress-deps

@@ -105,6 +105,8 @@ typedef struct {
                                            2 * NGX_HTTP_PREFIX_ROUTE_ANSWERS];
                                                      /* prompt.answers */
     uint64_t                            model;       /* prompt.model */
+    uint64_t                            tenant;      /* its salts' part of
+                                                        the seed, 0: none */
     u_char                              model_name[
                                            NGX_HTTP_PREFIX_ROUTE_MODEL_NAME];
 } ngx_http_prefix_route_ctx_t;
@@ -744,6 +746,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ctx->key = x.key;
     ctx->key_len = x.key_len;
     ctx->model = x.model;
+    ctx->tenant = x.seed ^ x.model;
     ctx->nanswers = x.nanswers;
     ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
 
@@ -1073,6 +1076,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
         ctx->recorded[1] = ngx_http_prefix_route_index_record(idx,
                                          ctx->hash, ctx->nblocks, &held, sp,
+                                         ctx->tenant,
                                          prcf->capacity / prcf->block,
                                          (uint32_t) ctx->chosen);
         ctx->recorded[0] = held;
@@ -1694,7 +1698,7 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
  * prefix_route zone=name:size [block=size] [max_prefix=size]
  *              [capacity=size] [affinity=number] [policy=ttft|cache_aware]
  *              [max_load=percent|off] [feedback=on|correct|off]
- *              [instances=number];
+ *              [instances=number] [tenant_share=percent|off];
  *
  * Defaults and units are in README.md and docs/reference.md.
  */
@@ -1924,6 +1928,31 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                                "invalid feedback \"%V\", it must be "
                                "\"on\", \"correct\" or \"off\"", &value[i]);
             return NGX_CONF_ERROR;
+        }
+
+        if (ngx_strcmp(value[i].data, "tenant_share=off") == 0) {
+            prcf->index.share = 0;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "tenant_share=", 13) == 0) {
+
+            n = NGX_ERROR;
+
+            if (value[i].data[value[i].len - 1] == '%') {
+                n = ngx_atoi(value[i].data + 13, value[i].len - 14);
+            }
+
+            if (n < 1 || n > 100) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid tenant_share \"%V\", it must be "
+                                   "a percentage from 1%% to 100%%, "
+                                   "or \"off\"", &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            prcf->index.share = n;
+            continue;
         }
 
         if (ngx_strcmp(value[i].data, "max_load=off") == 0) {

@@ -48,6 +48,7 @@ struct ngx_http_prefix_route_entry_s {
     uint32_t                         stamp;     /* last recorded, ms */
     uint16_t                         nholders;
     u_char                           pinned;    /* by the record under way */
+    u_char                           tenant;    /* slot in sh->tenants */
 };
 
 
@@ -85,6 +86,13 @@ struct ngx_http_prefix_route_holder_s {
  */
 #define NGX_HTTP_PREFIX_ROUTE_HOT_SHARE(n) ((n) / 5 * 4)
 
+/*
+ * The slots a tenant's tag may take, tried from its hash on: a tenant
+ * that finds none in use or free there counts in the overflow slot
+ */
+#define NGX_HTTP_PREFIX_ROUTE_TENANT_PROBES 16
+#define NGX_HTTP_PREFIX_ROUTE_OVERFLOW     (NGX_HTTP_PREFIX_ROUTE_TENANTS - 1)
+
 /* zone bytes per hash bucket: a bucket per two entries at most */
 #define NGX_HTTP_PREFIX_ROUTE_BUCKET_BYTES 128
 
@@ -116,7 +124,9 @@ static ngx_http_prefix_route_holder_t *ngx_http_prefix_route_index_holder(
     ngx_http_prefix_route_peer_t *peer);
 static ngx_http_prefix_route_entry_t *ngx_http_prefix_route_index_entry(
     ngx_http_prefix_route_index_t *idx, uint64_t key,
-    ngx_http_prefix_route_entry_t *parent);
+    ngx_http_prefix_route_entry_t *parent, ngx_uint_t tenant);
+static ngx_uint_t ngx_http_prefix_route_index_tenant(
+    ngx_http_prefix_route_index_t *idx, uint64_t tag);
 static ngx_http_prefix_route_holder_t *ngx_http_prefix_route_index_add(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
     ngx_http_prefix_route_holder_t *up, ngx_http_prefix_route_peer_t *peer);
@@ -194,6 +204,11 @@ ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
     }
 
     sh->shift = 64 - bits;
+
+    /* an entry and a holder a pair, as most blocks have one holder */
+    sh->room = (shpool->end - shpool->start)
+               / (sizeof(ngx_http_prefix_route_entry_t)
+                  + sizeof(ngx_http_prefix_route_holder_t));
     sh->secret = ((uint64_t) ngx_random() << 32 ^ (uint64_t) ngx_random()
                   ^ (uint64_t) ngx_time());
     sh->nslots = 16;
@@ -375,12 +390,15 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
 ngx_uint_t
 ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t n, ngx_uint_t *held,
-    ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity, uint32_t stamp)
+    ngx_http_prefix_route_peer_t *peer, uint64_t tenant, ngx_uint_t capacity,
+    uint32_t stamp)
 {
-    ngx_uint_t                        d, i, j, k;
+    ngx_uint_t                        d, i, j, k, t, full, hot;
+    ngx_http_prefix_route_sh_t       *sh;
     ngx_http_prefix_route_entry_t   **chain, *e;
     ngx_http_prefix_route_holder_t   *h, *up;
 
+    sh = idx->sh;
     chain = idx->chain;
 
     /*
@@ -419,13 +437,26 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
            : NULL;
     k = d;
 
+    /*
+     * a tenant at its share keeps what it has protected, a prefix of the
+     * chain, and gets no more: the protected holders stay a prefix
+     */
+
+    t = k ? chain[0]->tenant : ngx_http_prefix_route_index_tenant(idx, tenant);
+    full = (idx->share
+            && sh->tenants[t].hot
+               >= NGX_HTTP_PREFIX_ROUTE_HOT_SHARE(ngx_max(sh->holders,
+                                                          sh->room))
+                  * idx->share / 100);
+
     /* from the first missing block on: running out leaves a whole prefix */
 
     for ( /* void */ ; i < n; i++) {
 
         if (i == k) {
             e = ngx_http_prefix_route_index_entry(idx, hash[i],
-                                                  i ? chain[i - 1] : NULL);
+                                                  i ? chain[i - 1] : NULL,
+                                                  t);
             if (e == NULL) {
                 break;
             }
@@ -451,7 +482,14 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
         ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
         ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
 
-        ngx_http_prefix_route_index_segment(idx, h, --j < *held);
+        hot = (--j < *held);
+
+        if (hot && full && !h->hot) {
+            hot = 0;
+            sh->held_back++;
+        }
+
+        ngx_http_prefix_route_index_segment(idx, h, hot);
 
         e = ngx_http_prefix_route_ptr(idx, h->entry);
         e->stamp = stamp;
@@ -460,8 +498,8 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     /* the prompt's own entries are pinned: it may be larger than that */
 
     if (capacity) {
-        idx->sh->forgotten += ngx_http_prefix_route_index_trim(idx, peer,
-                                                               capacity, NULL);
+        sh->forgotten += ngx_http_prefix_route_index_trim(idx, peer,
+                                                          capacity, NULL);
     }
 
     for (d = 0; d < k; d++) {
@@ -569,7 +607,8 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 {
     uintptr_t                        *byaddr, key, *pu, *ph;
     ngx_uint_t                        b, i, s, nh, nt, ne, nc, nu, kids, bad;
-    ngx_uint_t                        seen[9];
+    ngx_uint_t                        seen[10];
+    uint32_t                          tenants[2][NGX_HTTP_PREFIX_ROUTE_TENANTS];
     ngx_queue_t                      *q;
     ngx_http_prefix_route_sh_t       *sh;
     ngx_http_prefix_route_link_t     *l, *head;
@@ -577,7 +616,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_entry_t    *e, *p;
     ngx_http_prefix_route_holder_t   *h, *u;
 
-    static const char  *what[9] = {
+    static const char  *what[10] = {
         "entries in the table and their count differ",
         "an entry's holders or children are miscounted",
         "a holder is linked from another entry or peer",
@@ -587,12 +626,14 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         "a holder's kids are miscounted",
         "an entry's parent is not in the table",
         "a holder is in the other segment's list, or protected holders "
-        "are miscounted"
+        "are miscounted",
+        "a tenant's entries or protected holders are miscounted"
     };
 
     sh = idx->sh;
     bad = 0;
     ngx_memzero(seen, sizeof(seen));
+    ngx_memzero(tenants, sizeof(tenants));
 
 #define ngx_http_prefix_route_bad(k)                                         \
     do { seen[k]++; bad++; } while (0)
@@ -700,6 +741,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         {
             ne++;
             nc += e->children;
+            tenants[0][e->tenant]++;
 
             if (ngx_http_prefix_route_bucket(sh, e->key) != b) {
                 ngx_http_prefix_route_bad(0);
@@ -732,6 +774,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
             {
                 i++;
                 kids += h->kids;
+                tenants[1][e->tenant] += h->hot;
 
                 if (ngx_http_prefix_route_ptr(idx, h->entry) != e
                     || h->slot >= sh->npeers)
@@ -796,9 +839,21 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         ngx_http_prefix_route_bad(1);
     }
 
+    /* slot 0 and the overflow slot hold tenants of no tag of their own */
+
+    for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_TENANTS; i++) {
+        if (tenants[0][i] != sh->tenants[i].entries
+            || tenants[1][i] != sh->tenants[i].hot
+            || (i && i != NGX_HTTP_PREFIX_ROUTE_OVERFLOW
+                && sh->tenants[i].entries && sh->tenants[i].tag == 0))
+        {
+            ngx_http_prefix_route_bad(9);
+        }
+    }
+
 #undef ngx_http_prefix_route_bad
 
-    for (i = 0; i < 9; i++) {
+    for (i = 0; i < 10; i++) {
         if (seen[i]) {
             ngx_log_error(NGX_LOG_ALERT, log, 0,
                           "prefix_route index check: %s (%ui times)",
@@ -900,7 +955,7 @@ ngx_http_prefix_route_index_holder(ngx_http_prefix_route_index_t *idx,
 
 static ngx_http_prefix_route_entry_t *
 ngx_http_prefix_route_index_entry(ngx_http_prefix_route_index_t *idx,
-    uint64_t key, ngx_http_prefix_route_entry_t *parent)
+    uint64_t key, ngx_http_prefix_route_entry_t *parent, ngx_uint_t tenant)
 {
     uint32_t                       *bucket;
     ngx_http_prefix_route_entry_t  *e;
@@ -916,6 +971,7 @@ ngx_http_prefix_route_index_entry(ngx_http_prefix_route_index_t *idx,
 
     e->key = key;
     e->pinned = 1;
+    e->tenant = (u_char) tenant;
     e->parent = ngx_http_prefix_route_off(idx, parent);
 
     if (parent != NULL) {
@@ -927,8 +983,75 @@ ngx_http_prefix_route_index_entry(ngx_http_prefix_route_index_t *idx,
     *bucket = ngx_http_prefix_route_off(idx, e);
 
     idx->sh->entries++;
+    idx->sh->tenants[tenant].entries++;
 
     return e;
+}
+
+
+/*
+ * The slot of the tenant "tag" in sh->tenants, giving it one when it has
+ * none: slot 0 for no salt, the overflow slot when none of its probes is
+ * its own, never used or free (no entries).
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_tenant(ngx_http_prefix_route_index_t *idx,
+    uint64_t tag)
+{
+    ngx_uint_t                       i, k, free;
+    ngx_http_prefix_route_tenant_t  *t;
+
+    if (tag == 0) {
+        return 0;
+    }
+
+    free = 0;
+    i = 1 + (ngx_uint_t) (((tag * 0x9e3779b97f4a7c15ULL) >> 32)
+                          % (NGX_HTTP_PREFIX_ROUTE_OVERFLOW - 1));
+
+    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_TENANT_PROBES; k++) {
+        t = &idx->sh->tenants[i];
+
+        if (t->tag == tag) {
+            return i;
+        }
+
+        if (free == 0 && t->entries == 0) {
+            free = i;
+        }
+
+        /* a slot never used ends the tags that probed past it */
+
+        if (t->tag == 0) {
+            break;
+        }
+
+        i = (i == NGX_HTTP_PREFIX_ROUTE_OVERFLOW - 1) ? 1 : i + 1;
+    }
+
+    if (free == 0) {
+        return NGX_HTTP_PREFIX_ROUTE_OVERFLOW;
+    }
+
+    idx->sh->tenants[free].tag = tag;
+
+    return free;
+}
+
+
+ngx_uint_t
+ngx_http_prefix_route_index_tenants(ngx_http_prefix_route_index_t *idx)
+{
+    ngx_uint_t  i, n;
+
+    n = 0;
+
+    for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_TENANTS; i++) {
+        n += (idx->sh->tenants[i].entries != 0);
+    }
+
+    return n;
 }
 
 
@@ -1066,18 +1189,24 @@ static void
 ngx_http_prefix_route_index_segment(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_holder_t *h, ngx_uint_t hot)
 {
-    ngx_http_prefix_route_sh_t  *sh;
+    ngx_http_prefix_route_sh_t      *sh;
+    ngx_http_prefix_route_tenant_t  *t;
 
     sh = idx->sh;
 
     ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
 
+    t = &sh->tenants[((ngx_http_prefix_route_entry_t *)
+                          ngx_http_prefix_route_ptr(idx, h->entry))->tenant];
+
     if (h->hot) {
         sh->hot_holders--;
+        t->hot--;
     }
 
     if (hot) {
         sh->hot_holders++;
+        t->hot++;
     }
 
     h->hot = hot ? 1 : 0;
@@ -1121,6 +1250,7 @@ ngx_http_prefix_route_index_remove(ngx_http_prefix_route_index_t *idx,
     idx->sh->slots[h->slot]->blocks--;
     idx->sh->holders--;
     idx->sh->hot_holders -= h->hot;
+    idx->sh->tenants[e->tenant].hot -= h->hot;
 
     ngx_slab_free_locked(idx->shpool, h);
 
@@ -1155,6 +1285,8 @@ ngx_http_prefix_route_index_release(ngx_http_prefix_route_index_t *idx,
         *ep = e->next;
 
         parent = ngx_http_prefix_route_ptr(idx, e->parent);
+
+        sh->tenants[e->tenant].entries--;
 
         ngx_slab_free_locked(idx->shpool, e);
         sh->entries--;

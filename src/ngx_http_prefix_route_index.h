@@ -128,6 +128,22 @@ typedef struct {
 #define NGX_HTTP_PREFIX_ROUTE_MODEL_NAME   32
 
 
+/*
+ * Tenants the zone counts apart, at most: slot 0 is the requests without a
+ * salt, the last one all salts beyond the others (docs/design.md,
+ * "Tenants").
+ */
+#define NGX_HTTP_PREFIX_ROUTE_TENANTS      256
+
+
+/* the entries and protected holders of one salt (with the model) */
+typedef struct {
+    uint64_t                         tag;       /* 0: never used */
+    uint32_t                         entries;   /* 0: free to reuse */
+    uint32_t                         hot;       /* protected holders */
+} ngx_http_prefix_route_tenant_t;
+
+
 /* bytes of canonical prompt per engine token, for one model */
 typedef struct {
     uint64_t                         model;     /* prompt.model, 0: free */
@@ -156,9 +172,13 @@ typedef struct {
     ngx_uint_t                       entries;   /* indexed blocks */
     ngx_uint_t                       holders;   /* (block, peer) pairs */
     ngx_uint_t                       hot_holders; /* of which protected */
+    ngx_uint_t                       room;      /* holders the zone has
+                                                   room for, about */
     ngx_uint_t                       evictions; /* holders dropped: memory */
     ngx_uint_t                       forgotten; /* holders dropped: capacity */
     ngx_uint_t                       capped;    /* lookups cut short */
+    ngx_uint_t                       held_back; /* holders left on
+                                                   probation: tenant_share */
 
     ngx_uint_t                       nworkers;  /* slots, then one shared */
     ngx_http_prefix_route_worker_t  *workers;
@@ -178,6 +198,8 @@ typedef struct {
     /* learned from the engines' usage, under the mutex */
     ngx_http_prefix_route_ratio_t    ratios[NGX_HTTP_PREFIX_ROUTE_MODELS];
 
+    ngx_http_prefix_route_tenant_t   tenants[NGX_HTTP_PREFIX_ROUTE_TENANTS];
+
     /* zone mutex hold time of the balancer, log2 buckets of ns */
     ngx_atomic_t                     lock_ns[32];
 } ngx_http_prefix_route_sh_t;
@@ -188,6 +210,8 @@ typedef struct {
     ngx_http_prefix_route_sh_t      *sh;
     ngx_slab_pool_t                 *shpool;
     ngx_int_t                        slot;      /* this worker's, -1: none */
+    ngx_uint_t                       share;     /* tenant_share, percent;
+                                                   0: no limit */
     ngx_http_prefix_route_entry_t  **chain;     /* scratch, max blocks */
 } ngx_http_prefix_route_index_t;
 
@@ -234,22 +258,34 @@ ngx_uint_t ngx_http_prefix_route_index_match(
     ngx_uint_t *match);
 
 /*
- * Records that "peer" received the prefix of n blocks.  On input *held is
- * the number of blocks ngx_http_prefix_route_index_match() found it held,
- * a hint: the index may have changed since; on output, the number it held
- * before this record.  Adds the missing entries and holders, makes all of
- * them the most recently used (in the zone's lists, those it held before
- * protected, the new ones on probation) and stamps their blocks with
- * "stamp" (ms), then drops the peer's least recently used holders beyond
- * "capacity" blocks (0: no limit).  When the zone is full it drops the
- * zone's least recently used holders, on probation first, never those of
- * this prompt; if that is not enough the prefix is recorded only in part.
- * Never fails.  Returns the number of blocks recorded, from the first.
+ * Records that "peer" received the prefix of n blocks, of the tenant
+ * "tenant" (a hash of its salts and model, 0: no salt).  On input *held
+ * is the number of blocks ngx_http_prefix_route_index_match() found it
+ * held, a hint: the index may have changed since; on output, the number
+ * it held before this record.  Adds the missing entries and holders, makes
+ * all of them the most recently used (in the zone's lists, those it held
+ * before protected, the new ones on probation) and stamps their blocks
+ * with "stamp" (ms), then drops the peer's least recently used holders
+ * beyond "capacity" blocks (0: no limit).  A tenant that already has
+ * idx->share percent of the protected holders the zone keeps when full
+ * (4/5 of sh->room, or of its holders if more) gets no more protected,
+ * only keeps those it has (sh->held_back counts the others).  When the zone is full it drops the zone's least recently
+ * used holders, on probation first, never those of this prompt; if that
+ * is not enough the prefix is recorded only in part.  Never fails.
+ * Returns the number of blocks recorded, from the first.
  */
 ngx_uint_t ngx_http_prefix_route_index_record(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
-    ngx_uint_t *held, ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity,
-    uint32_t stamp);
+    ngx_uint_t *held, ngx_http_prefix_route_peer_t *peer, uint64_t tenant,
+    ngx_uint_t capacity, uint32_t stamp);
+
+/*
+ * The number of tenants that have entries in the zone, at most
+ * NGX_HTTP_PREFIX_ROUTE_TENANTS - 1 and the overflow slot.  The caller
+ * holds the zone mutex.
+ */
+ngx_uint_t ngx_http_prefix_route_index_tenants(
+    ngx_http_prefix_route_index_t *idx);
 
 /*
  * The time, in ms ("stamp" of the last record()), when the prefix ending
@@ -282,8 +318,9 @@ void ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
 /*
  * Walks the whole index and checks its counts and links: entries and
  * holders against sh's counts, each entry's children and holders, each
- * holder's entry and parent holder, each peer's blocks and LRU queue, and
- * that a parent is more recently used than its child.  O(entries +
+ * holder's entry and parent holder, each peer's blocks and LRU queue,
+ * each tenant's entries and protected holders, and that a parent is more
+ * recently used than its child.  O(entries +
  * holders); for tests and the status endpoint's "check" argument.  Logs
  * each kind of inconsistency found once, at alert level, and returns the
  * number found (0: consistent), or NGX_ERROR when "pool" has no memory

@@ -34,6 +34,8 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_U_BLOCKS,
     NGX_HTTP_PREFIX_ROUTE_U_HOLDERS,
     NGX_HTTP_PREFIX_ROUTE_U_PROTECTED,
+    NGX_HTTP_PREFIX_ROUTE_U_HELD_BACK,
+    NGX_HTTP_PREFIX_ROUTE_U_TENANTS,
     NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS,
     NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN,
     NGX_HTTP_PREFIX_ROUTE_U_INDEX_BYTES,
@@ -138,6 +140,12 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
     { "protected", "index_protected_holders", "gauge",
       "Of those, pairs a peer was sent again: forgotten after those on "
       "probation." },
+    { "held_back", "index_held_back_total", "counter",
+      "Pairs sent again but left on probation: their tenant had its "
+      "tenant_share of the protected pairs." },
+    { "tenants", "index_tenants", "gauge",
+      "Salts (tenants) with blocks in the index; those without a salt "
+      "count as one, and so do those beyond 254." },
     { "evictions", "evictions_total", "counter",
       "Index holders dropped to free zone memory." },
     { "forgotten", "forgotten_total", "counter",
@@ -436,6 +444,9 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_BLOCKS] = sh->entries;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_HOLDERS] = sh->holders;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_PROTECTED] = sh->hot_holders;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_HELD_BACK] = sh->held_back;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_TENANTS] =
+                             ngx_http_prefix_route_index_tenants(&prcf->index);
         st->v[NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS] = sh->evictions;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN] = sh->forgotten;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_CAPPED] = sh->capped;
@@ -917,13 +928,16 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
         p = (u_char *) ngx_escape_html(p, st[i].zone->data, st[i].zone->len);
 
         p = ngx_sprintf(p, ": %uL of %uL KiB used, %uL blocks indexed, "
-                           "%uL of %uL pairs protected, %uL evicted, "
+                           "%uL of %uL pairs protected (%uL held back), "
+                           "%uL tenants, %uL evicted, "
                            "%uL forgotten<br>requests:",
                         v[NGX_HTTP_PREFIX_ROUTE_U_USED] / 1024,
                         v[NGX_HTTP_PREFIX_ROUTE_U_SIZE] / 1024,
                         v[NGX_HTTP_PREFIX_ROUTE_U_BLOCKS],
                         v[NGX_HTTP_PREFIX_ROUTE_U_PROTECTED],
                         v[NGX_HTTP_PREFIX_ROUTE_U_HOLDERS],
+                        v[NGX_HTTP_PREFIX_ROUTE_U_HELD_BACK],
+                        v[NGX_HTTP_PREFIX_ROUTE_U_TENANTS],
                         v[NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS],
                         v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN]);
 

@@ -408,7 +408,7 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"llama\",\"messages\":[{\"role
 block=48 and max_prefix=1k: a prompt of more than 1k is cut at 1024 bytes,
 and a repeat matches 21 whole blocks of 48 bytes, 1008 bytes.
 --- http_config eval
-::upstream("zone=llm:256k block=48 max_prefix=1k capacity=64k affinity=2.5 policy=ttft max_load=200% instances=3", 1, 2)
+::upstream("zone=llm:256k block=48 max_prefix=1k capacity=64k affinity=2.5 policy=ttft max_load=200% instances=3 tenant_share=25%", 1, 2)
 . ::backends(1, 2)
 --- request eval
 my $sys = "Summarise the following document in one line. " x 40;
@@ -423,10 +423,10 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\
 
 === TEST 35: the boundary values are accepted
 zone=128k (the minimum), block=16, max_prefix=16 (= block), capacity=0,
-affinity=0, max_load=100%, instances=1: a 40-byte prompt has 2 whole blocks of 16 bytes, and
+affinity=0, max_load=100%, instances=1, tenant_share=1%: a 40-byte prompt has 2 whole blocks of 16 bytes, and
 the prefix index still records them (affinity=0 only stops them counting).
 --- http_config eval
-::upstream("zone=llm:128k block=16 max_prefix=16 capacity=0 affinity=0 max_load=100% instances=1", 1) . ::backends(1)
+::upstream("zone=llm:128k block=16 max_prefix=16 capacity=0 affinity=0 max_load=100% instances=1 tenant_share=1%", 1) . ::backends(1)
 --- request eval
 my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 40) . "\"}";
 [$req, $req]
@@ -439,9 +439,9 @@ my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 40) . 
 
 === TEST 36: the upper boundary values are accepted
 block=64k, max_prefix=16m, capacity=1024m, affinity=10, max_load=10000%,
-instances=1000
+instances=1000, tenant_share=100%
 --- http_config eval
-::upstream("zone=llm:1m block=64k max_prefix=16m capacity=1024m affinity=10 max_load=10000% instances=1000", 1) . ::backends(1)
+::upstream("zone=llm:1m block=64k max_prefix=16m capacity=1024m affinity=10 max_load=10000% instances=1000 tenant_share=100%", 1) . ::backends(1)
 --- request eval
 "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 100) . "\"}"
 --- response_headers_like
@@ -665,6 +665,40 @@ invalid instances "instances=2.5", it must be a number from 1 to 1000
 === TEST 57: instances with policy=cache_aware starts (the simple rule ignores it; nginx warns on stderr, before the error log is open)
 --- http_config eval
 ::upstream("zone=llm:1m policy=cache_aware instances=3", 1) . ::backends(1)
+--- request eval
+"POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"hi\"}"
+--- response_body
+b1
+
+
+
+=== TEST 58: tenant_share is a percentage from 1%
+--- http_config eval: ::upstream("zone=llm:1m tenant_share=0%", 1)
+--- must_die
+--- error_log
+invalid tenant_share "tenant_share=0%", it must be a percentage from 1% to 100%, or "off"
+
+
+
+=== TEST 59: tenant_share is a percentage to 100%, with its sign
+--- http_config eval: ::upstream("zone=llm:1m tenant_share=50", 1)
+--- must_die
+--- error_log
+invalid tenant_share "tenant_share=50", it must be a percentage from 1% to 100%, or "off"
+
+
+
+=== TEST 60: tenant_share above 100%
+--- http_config eval: ::upstream("zone=llm:1m tenant_share=101%", 1)
+--- must_die
+--- error_log
+invalid tenant_share "tenant_share=101%", it must be a percentage from 1% to 100%, or "off"
+
+
+
+=== TEST 61: tenant_share=off, the default, is accepted
+--- http_config eval
+::upstream("zone=llm:1m tenant_share=off", 1) . ::backends(1)
 --- request eval
 "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"hi\"}"
 --- response_body

@@ -10,10 +10,11 @@ use FindBin;
 use lib $FindBin::Bin;
 use PrefixRoute qw(:DEFAULT chat sys user text);
 
-# upstream llm over the 4 backends with "prefix_route_salt $salt"
+# upstream llm over the 4 backends with "prefix_route_salt $salt", and
+# "prefix_route $args" if given
 sub salted {
-    my ($salt) = @_;
-    my $u = ::upstream(1 .. 4);
+    my ($salt, $args) = @_;
+    my $u = defined $args ? ::upstream($args, 1 .. 4) : ::upstream(1 .. 4);
     $u =~ s/(    prefix_route [^\n]*\n)/$1    prefix_route_salt $salt;\n/;
     return $u . ::backends(1 .. 4);
 }
@@ -28,6 +29,30 @@ sub ask {
              . ::text("Salted question", 600) . '"}]}';
     return "POST /v1/chat/completions" . (defined $t ? "?tenant=$t" : "")
          . "\n$body";
+}
+
+# a tenant flood that repeats each prompt, against a victim: the victim
+# sends its prompt twice, "mallory" 80 prompts of 2 KiB twice each into a
+# 128k zone, then the victim its prompt again; the victim's headers
+sub flood {
+    my $victim = "POST /v1/chat/completions?tenant=alice\n"
+               . '{"model":"m","messages":[{"role":"user","content":"'
+               . ::text("Victim prompt", 2048) . '"}]}';
+    my @r = ($victim, $victim);
+    for my $i (1 .. 80) {
+        my $q = "POST /v1/chat/completions?tenant=mallory\n"
+              . '{"model":"m","messages":[{"role":"user","content":"'
+              . ::text("Flood $i", 2048) . '"}]}';
+        push @r, $q, $q;
+    }
+    return [@r, $victim];
+}
+
+# the headers of flood(): the victim's last request as given
+sub flood_headers {
+    my ($last) = @_;
+    return [map { "X-Prefix-Route: $_" } "MISS 0 \\d+", "HIT [1-9]\\d* \\d+",
+                                          ("\\w+ \\d+ \\d+") x 160, $last];
 }
 
 our $Miss = qr/^X-Prefix-Route: MISS 0 \d+$/;
@@ -141,3 +166,17 @@ prefix_route_salt $remote_user;
 --- must_die
 --- error_log
 "prefix_route_salt" directive is not allowed here
+
+
+
+=== TEST 10: tenant_share=50%: a tenant repeating a flood of prompts cannot take another tenant's protected prefix from a full zone
+--- http_config eval: ::salted('$arg_tenant', 'zone=llm:128k tenant_share=50%')
+--- request eval: ::flood()
+--- response_headers_like eval: ::flood_headers('HIT [1-9]\d* \d+')
+
+
+
+=== TEST 11: without tenant_share the same flood takes it (the zone forgets the victim's prompt)
+--- http_config eval: ::salted('$arg_tenant', 'zone=llm:128k')
+--- request eval: ::flood()
+--- response_headers_like eval: ::flood_headers('MISS 0 \d+')

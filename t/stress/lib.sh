@@ -425,14 +425,15 @@ wrk_report() {
 }
 
 # chat_body TAG SIZE: a Chat Completions body of SIZE bytes, its prompt
-# starting with TAG
+# starting with TAG; with the body's cache_salt $probe_salt if set
 chat_body() {
-    perl -e 'my ($tag, $size) = @ARGV;
+    perl -e 'my ($tag, $size, $salt) = @ARGV;
              my $t = "probe $tag:";
              my $i = 0;
              $t .= " w" . $i++ while length($t) < $size - 60;
-             print qq({"model":"m","messages":[{"role":"user","content":"$t"}]})' \
-        "$1" "$2"
+             my $s = $salt eq "" ? "" : qq("cache_salt":"$salt",);
+             print qq({"model":"m",$s"messages":[{"role":"user","content":"$t"}]})' \
+        "$1" "$2" "${probe_salt:-}"
 }
 
 # probe TAG SIZE [MAX_TIME]: POSTs chat_body TAG SIZE to $probe_path

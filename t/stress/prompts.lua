@@ -5,6 +5,7 @@
 --   PR_MODE  distinct  every request a new prompt (default)
 --            fixed     the PR_SET prompts "conv TAG k" in turn
 --            mix       fixed and distinct prompts alternately
+--            twice     every prompt new, each sent twice in a row
 --   PR_SIZE  body bytes (1500)
 --   PR_SET   prompts of the fixed set (64)
 --   PR_MAX   a thread stops after this many responses (0: no limit; the
@@ -12,6 +13,7 @@
 --            and appends a line to the file PR_DONE: wrk itself runs
 --            for its -d duration unless sent SIGINT (lib.sh does)
 --   PR_TAG   a word in every prompt, so that two runs differ ("run")
+--   PR_SALT  the body's cache_salt, a tenant of its own (none)
 --   PR_CLOSE 1: "Connection: close", a connection a request (wrk opens
 --            the next one at once)
 --
@@ -25,6 +27,10 @@ local set = tonumber(os.getenv("PR_SET") or "64")
 local max = tonumber(os.getenv("PR_MAX") or "0")
 local tag = os.getenv("PR_TAG") or "run"
 local done_file = os.getenv("PR_DONE")
+local salt = os.getenv("PR_SALT")
+local head_json = '{"model":"m",'
+    .. (salt and ('"cache_salt":"' .. salt .. '",') or "")
+    .. '"messages":[{"role":"user","content":"'
 
 local words = {
     "the", "model", "reads", "a", "prompt", "and", "answers", "with",
@@ -66,12 +72,13 @@ function request()
         head = string.format("conv %s %d: ", tag, sent % set)
     elseif mode == "mix" and sent % 2 == 0 then
         head = string.format("conv %s %d: ", tag, math.floor(sent / 2) % set)
+    elseif mode == "twice" then
+        head = string.format("req %s %d-%d: ", tag, tid, math.floor(sent / 2))
     else
         head = string.format("req %s %d-%d: ", tag, tid, sent)
     end
     return wrk.format("POST", nil, headers,
-        '{"model":"m","messages":[{"role":"user","content":"'
-        .. head .. filler .. '"}]}')
+        head_json .. head .. filler .. '"}]}')
 end
 
 function response(status, headers, body)

@@ -37,6 +37,7 @@ static void test_pressure(void);
 static void test_pinning(void);
 static void test_lru(void);
 static void test_slru(void);
+static void test_tenant_share(void);
 static void test_forget(void);
 static void test_trim(void);
 static void test_shared_prefix(void);
@@ -62,6 +63,7 @@ static ngx_http_prefix_route_peer_t   *peers[64];
 static ngx_uint_t                      pos[64];
 static ngx_uint_t                      npeers;
 static uint32_t                        test_clock;  /* ms, a record each */
+static uint64_t                        test_tenant; /* of test_record() */
 
 
 int
@@ -94,6 +96,7 @@ main(void)
     test_pinning();
     test_lru();
     test_slru();
+    test_tenant_share();
     test_forget();
     test_trim();
     test_shared_prefix();
@@ -222,8 +225,8 @@ test_record(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer,
     held = test_match(tag, n, peer);
 
     return ngx_http_prefix_route_index_record(&idx, hash, n, &held,
-                                              peers[peer], capacity,
-                                              ++test_clock);
+                                              peers[peer], test_tenant,
+                                              capacity, ++test_clock);
 }
 
 
@@ -435,6 +438,103 @@ test_slru(void)
 }
 
 
+/*
+ * tenant_share: a tenant that repeats its flood of prompts cannot take the
+ * protected holders of another; without a share it does
+ */
+
+static void
+test_tenant_share(void)
+{
+    ngx_uint_t  i, k, bad, kept[2], hot[2], limit[2];
+
+    for (k = 0; k < 2; k++) {
+        test_zone(64 * 1024, 3);
+        idx.share = k ? 50 : 0;
+
+        test_tenant = 0x7000000000000007ULL;
+        (void) test_record(1, 20, 0, 0);
+        (void) test_record(1, 20, 0, 0);
+
+        test_tenant = 0x9000000000000009ULL;
+        bad = 0;
+
+        for (i = 1; i <= 300; i++) {
+            (void) test_record(5000 + i, 20, i % 3, 0);
+            (void) test_record(5000 + i, 20, i % 3, 0);
+
+            if (i % 50 == 0 && test_check() != 0) {
+                bad++;
+            }
+        }
+
+        kept[k] = test_match(1, 20, 0);
+        hot[k] = idx.sh->hot_holders - (kept[k] ? 20 : 0);
+        limit[k] = ngx_max(idx.sh->holders, idx.sh->room) / 5 * 4 * 50 / 100
+                   + 20;
+
+        test_ok(idx.sh->evictions > 0 && bad == 0,
+                k ? "tenant_share: the zone evicted, consistent throughout"
+                  : "tenant_share off: the zone evicted, consistent "
+                    "throughout");
+    }
+
+    test_ok(kept[0] == 0,
+            "tenant_share off: a tenant repeating its flood takes the "
+            "protected holders of another");
+    test_ok(kept[1] == 20,
+            "tenant_share=50%: the other tenant's protected prefix survives "
+            "the same flood");
+    test_ok(hot[1] <= limit[1] && hot[0] > limit[0] && idx.sh->held_back > 0,
+            "tenant_share=50%: the flood's protected holders stay within its "
+            "share of the zone's, plus one prompt");
+    test_ok(test_match(5300, 20, 0) == 20,
+            "tenant_share=50%: the flood's newest prompt is still indexed");
+    test_ok(ngx_http_prefix_route_index_tenants(&idx) == 2,
+            "tenant_share: two tenants counted");
+
+    /* a tenant whose entries are all gone frees its slot */
+
+    test_zone(64 * 1024, 3);
+    idx.share = 50;
+
+    for (i = 1; i <= 400; i++) {
+        test_tenant = 0x1000000000000000ULL + i;
+        (void) test_record(100 + i, 20, i % 3, 0);
+    }
+
+    test_ok(idx.sh->tenants[NGX_HTTP_PREFIX_ROUTE_TENANTS - 1].entries == 0
+            && idx.sh->evictions > 0 && test_check() == 0,
+            "tenants: 400 one after the other, those evicted give their "
+            "slots back, consistent");
+
+    /* more tenants than slots: the rest count together, consistently */
+
+    test_zone(4 * 1024 * 1024, 3);
+    idx.share = 50;
+
+    for (i = 1; i <= 400; i++) {
+        test_tenant = 0x2000000000000000ULL + i;
+        (void) test_record(100 + i, 4, i % 3, 0);
+        (void) test_record(100 + i, 4, i % 3, 0);
+    }
+
+    test_ok(ngx_http_prefix_route_index_tenants(&idx) > 200
+            && idx.sh->tenants[NGX_HTTP_PREFIX_ROUTE_TENANTS - 1].entries > 0
+            && test_check() == 0,
+            "tenants: beyond the slots they share the overflow slot, "
+            "consistent");
+
+    /* the check sees a miscounted tenant */
+
+    idx.sh->tenants[0].entries++;
+    test_ok(test_check() > 0, "check: a miscounted tenant is found");
+    idx.sh->tenants[0].entries--;
+
+    test_tenant = 0;
+}
+
+
 /* a failed attempt takes back what it added, not what came later */
 
 static void
@@ -552,7 +652,7 @@ test_shared_prefix(void)
     test_chain(hash, 9, 600);
     i = test_match(9, 512, 7);
     (void) ngx_http_prefix_route_index_record(&idx, hash, 600, &i, peers[7],
-                                              0, ++test_clock);
+                                              0, 0, ++test_clock);
     test_ok(test_check() == 0, "shared prefix: consistent");
 
     (void) ngx_http_prefix_route_index_match(&idx, hash, 600, pos, npeers,
