@@ -54,6 +54,9 @@
  */
 #define NGX_HTTP_PREFIX_ROUTE_AGREE         16
 
+/* the most one report moves a model's offset: 2 tokens, x 16 x 16 */
+#define NGX_HTTP_PREFIX_ROUTE_OFFSET_STEP   (32 * 16)
+
 /*
  * assistant messages of a prompt whose places are kept: the feedback's
  * prediction, and the guess for a conversation another instance placed
@@ -1504,8 +1507,9 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_prefix_route_tokens_t *t)
 {
     size_t                             m;
+    int64_t                            d, o;
     uint64_t                           sample, bpt, predicted, tol;
-    ngx_uint_t                         n, i, k;
+    ngx_uint_t                         n, i, k, a;
     ngx_msec_t                         now;
     ngx_http_prefix_route_sh_t        *sh;
     ngx_http_prefix_route_peer_t      *sp;
@@ -1539,12 +1543,14 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
      */
 
     m = ctx->match;
+    a = 0;
 
     for (i = 0; m > 0 && i < ctx->nanswers; i++) {
         if (ctx->answers[2 * i] >= ctx->match
             && ctx->answers[2 * i] < ctx->match + prcf->block)
         {
             m = ctx->answers[2 * i + 1];
+            a = 1;
             break;
         }
     }
@@ -1572,6 +1578,8 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
         ratio = &sh->ratios[k];
         ratio->model = ctx->model;
         ratio->samples = 0;
+        ratio->offset[0] = 0;
+        ratio->offset[1] = 0;
         ngx_http_prefix_route_model_name(ratio->name, ctx->model_name);
     }
 
@@ -1598,6 +1606,27 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     }
 
     predicted = (uint64_t) m * 256 / bpt;
+
+    /*
+     * the engine's tokens do not follow the canonical bytes evenly (the
+     * chat template's tokens around each message, the engine's blocks):
+     * what the prediction ran over the reports, a moving average that
+     * each report moves by 2 tokens at most, so that evictions and other
+     * instances' prefixes hardly move it; apart for a match that ends
+     * with an answer, whose end the template marks differently
+     */
+
+    if (predicted && ratio) {
+        d = ((int64_t) predicted - (int64_t) t->cached) * 16
+            - ratio->offset[a];
+        d = ngx_max(-NGX_HTTP_PREFIX_ROUTE_OFFSET_STEP,
+                    ngx_min(d, NGX_HTTP_PREFIX_ROUTE_OFFSET_STEP));
+
+        o = (int64_t) predicted - ratio->offset[a] / 16;
+        predicted = (o > 0) ? ngx_min((uint64_t) o, t->prompt) : 0;
+
+        ratio->offset[a] += (int32_t) (d / 16);
+    }
 
     fb = &sp->fb;
     fb->responses++;

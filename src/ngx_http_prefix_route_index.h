@@ -149,6 +149,11 @@ typedef struct {
     uint64_t                         model;     /* prompt.model, 0: free */
     uint32_t                         ratio;     /* bytes a token x 256 */
     uint32_t                         samples;
+    int32_t                          offset[2]; /* tokens x 16 that the
+                                                   prediction ran over the
+                                                   engine's report: [1]
+                                                   when it ended with an
+                                                   answer */
     u_char                           name[NGX_HTTP_PREFIX_ROUTE_MODEL_NAME];
 } ngx_http_prefix_route_ratio_t;
 

@@ -456,8 +456,8 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         ngx_http_prefix_route_status_peers(prcf, peers, st, size);
 
         ngx_memcpy(st->ratios, sh->ratios, sizeof(st->ratios));
-        *size += NGX_HTTP_PREFIX_ROUTE_MODELS * 3
-                 * (160 + 2 * NGX_INT64_LEN
+        *size += 512 + NGX_HTTP_PREFIX_ROUTE_MODELS * 5
+                 * (320 + 4 * NGX_INT64_LEN
                     + 6 * (st->name->len + NGX_HTTP_PREFIX_ROUTE_MODEL_NAME));
 
         ngx_shmtx_unlock(&shpool->mutex);
@@ -716,7 +716,10 @@ ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
             p = ngx_sprintf(p, "%s{\"name\":\"%s\",\"bytes_per_token\":",
                             n++ ? "," : "", r->name);
             p = ngx_http_prefix_route_status_ratio(p, r->ratio);
-            p = ngx_sprintf(p, ",\"samples\":%uD}", r->samples);
+            p = ngx_sprintf(p, ",\"samples\":%uD,\"offset_tokens\":%D,"
+                               "\"answer_offset_tokens\":%D}",
+                            r->samples, r->offset[0] / 16,
+                            r->offset[1] / 16);
         }
 
         *p++ = ']';
@@ -839,6 +842,33 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
         }
     }
 
+    p = ngx_sprintf(p, "# HELP nginx_prefix_route_prediction_offset_tokens "
+                       "Tokens by which the predicted cached tokens ran "
+                       "over the engines' reports, learned per model; "
+                       "end=\"answer\" where the match ended with an "
+                       "assistant answer.\n"
+                       "# TYPE nginx_prefix_route_prediction_offset_tokens "
+                       "gauge\n");
+
+    for (i = 0; i < stats->nelts; i++) {
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_MODELS; k++) {
+            r = &st[i].ratios[k];
+
+            if (r->samples == 0) {
+                continue;
+            }
+
+            p = ngx_sprintf(p, "nginx_prefix_route_prediction_offset_tokens"
+                               "{upstream=\"%V\",model=\"%s\",end=\"prompt\"}"
+                               " %D\n"
+                               "nginx_prefix_route_prediction_offset_tokens"
+                               "{upstream=\"%V\",model=\"%s\",end=\"answer\"}"
+                               " %D\n",
+                            st[i].name, r->name, r->offset[0] / 16,
+                            st[i].name, r->name, r->offset[1] / 16);
+        }
+    }
+
     for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_P_N; k++) {
         f = &ngx_http_prefix_route_pfields[k];
 
@@ -958,8 +988,11 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
             if (r->samples) {
                 p = ngx_sprintf(p, "<br>model %s: ", r->name);
                 p = ngx_http_prefix_route_status_ratio(p, r->ratio);
-                p = ngx_sprintf(p, " bytes of prompt a token (%uD responses)",
-                                r->samples);
+                p = ngx_sprintf(p, " bytes of prompt a token (%uD responses),"
+                                   " prediction offset %D tokens (%D after "
+                                   "an answer)",
+                                r->samples, r->offset[0] / 16,
+                                r->offset[1] / 16);
             }
         }
 

@@ -78,6 +78,9 @@ our $Engine = "server {\n    listen " . ::addr(1) . ";\n" . <<'_EOC_' . "}\n";
     location /v1/warm {
         return 200 '{"usage":{"prompt_tokens":250,"prompt_tokens_details":{"cached_tokens":240}}}';
     }
+    location /v1/template {
+        return 200 '{"usage":{"prompt_tokens":250,"prompt_tokens_details":{"cached_tokens":200}}}';
+    }
 _EOC_
 
 our $Config = ::proxy(add => "access_log logs/fb.log fb;") . <<'_EOC_';
@@ -119,7 +122,7 @@ The model "m" learns its bytes of prompt per token from the whole prompt.
 --- response_body_like eval
 ['\A\{"id":"c1","choices":\[\{"message":\{"content":"x"\}\}\],"usage":\{"prompt_tokens":100,"completion_tokens":2,"prompt_tokens_details":\{"cached_tokens":64\}\}\}\z',
  '\A64\n\z',
- '"models":\[\{"name":"m","bytes_per_token":\d+\.\d\d,"samples":1\}\].*"feedback_responses":1,"reported_prompt_tokens":100,"reported_cached_tokens":64,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":1,']
+ '"models":\[\{"name":"m","bytes_per_token":\d+\.\d\d,"samples":1,"offset_tokens":0,"answer_offset_tokens":0\}\].*"feedback_responses":1,"reported_prompt_tokens":100,"reported_cached_tokens":64,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":1,']
 
 
 
@@ -281,3 +284,18 @@ Accept-Encoding: gzip
 ["Content-Encoding: gzip", ""]
 --- response_body_like eval
 [qr/./s, '"feedback_responses":1,"reported_prompt_tokens":100,"reported_cached_tokens":64,']
+
+
+
+=== TEST 12: an engine whose cached tokens run steadily below the prediction (its chat template's tokens): the model's offset learns it, and later predictions agree
+The engine says it held 200 of 250 tokens of a prompt it holds whole,
+some 45 fewer than the index's bytes per token predict.  The first
+reports disagree; each moves the offset by 2 tokens at most, and the
+last ones agree.  The figures change nothing in the index: a stays a HIT.
+--- request eval
+[::ask("cold", "a"), (::ask("template", "a")) x 40, "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", ("X-Prefix-Route: HIT [1-9]\\d* \\d+") x 40, ""]
+--- response_body_like eval
+[("") x 41,
+ '"models":\[\{"name":"m","bytes_per_token":\d+\.\d\d,"samples":41,"offset_tokens":[1-9]\d,"answer_offset_tokens":0\}\].*"feedback_responses":41,"reported_prompt_tokens":10250,"reported_cached_tokens":8000,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":[1-9]\d*,"feedback_under":[1-9]\d*,"feedback_over":0,']
