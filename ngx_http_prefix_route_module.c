@@ -54,7 +54,12 @@
  */
 #define NGX_HTTP_PREFIX_ROUTE_AGREE         16
 
-/* the most one report moves a model's offset: 2 tokens, x 16 x 16 */
+/*
+ * a model's prediction offset (tokens x 16) learns from reports within
+ * 128 tokens of the prediction (8 engine blocks), 1/16 of the difference,
+ * which counts up to 32 tokens: 2 tokens a report at most
+ */
+#define NGX_HTTP_PREFIX_ROUTE_OFFSET_NEAR   (128 * 16)
 #define NGX_HTTP_PREFIX_ROUTE_OFFSET_STEP   (32 * 16)
 
 /*
@@ -1610,22 +1615,27 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     /*
      * the engine's tokens do not follow the canonical bytes evenly (the
      * chat template's tokens around each message, the engine's blocks):
-     * what the prediction ran over the reports, a moving average that
-     * each report moves by 2 tokens at most, so that evictions and other
-     * instances' prefixes hardly move it; apart for a match that ends
-     * with an answer, whose end the template marks differently
+     * what the prediction ran over the reports, a moving average of the
+     * reports within 8 engine blocks of it, each moving it by 2 tokens
+     * at most: an eviction or another instance's prefix, hundreds of
+     * tokens off, does not; apart for a match that ends with an answer,
+     * whose end the template marks differently
      */
 
     if (predicted && ratio) {
         d = ((int64_t) predicted - (int64_t) t->cached) * 16
             - ratio->offset[a];
-        d = ngx_max(-NGX_HTTP_PREFIX_ROUTE_OFFSET_STEP,
-                    ngx_min(d, NGX_HTTP_PREFIX_ROUTE_OFFSET_STEP));
 
         o = (int64_t) predicted - ratio->offset[a] / 16;
         predicted = (o > 0) ? ngx_min((uint64_t) o, t->prompt) : 0;
 
-        ratio->offset[a] += (int32_t) (d / 16);
+        if (d >= -NGX_HTTP_PREFIX_ROUTE_OFFSET_NEAR
+            && d <= NGX_HTTP_PREFIX_ROUTE_OFFSET_NEAR)
+        {
+            d = ngx_max(-NGX_HTTP_PREFIX_ROUTE_OFFSET_STEP,
+                        ngx_min(d, NGX_HTTP_PREFIX_ROUTE_OFFSET_STEP));
+            ratio->offset[a] += (int32_t) (d / 16);
+        }
     }
 
     fb = &sp->fb;

@@ -17,8 +17,12 @@ use PrefixRoute;
 add_block_preprocessor(sub {
     my $block = shift;
     $block->set_value(main_config => $LoadModule) unless defined $block->main_config;
+    # the real Test::Nginx wants a config section even where nginx must
+    # not start
+    $block->set_value(config => defined $block->must_die
+                                ? "location = /t { return 204; }"
+                                : proxy()) unless defined $block->config;
     if (!defined $block->must_die) {
-        $block->set_value(config => proxy()) unless defined $block->config;
         $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
     }
     return $block;
