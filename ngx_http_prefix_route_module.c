@@ -82,6 +82,11 @@ typedef struct {
 
     size_t                              len;         /* prompt bytes */
     size_t                              match;       /* bytes on the peer */
+    size_t                              longest;     /* on any usable one */
+    size_t                              predicted;   /* on the one the cost
+                                                        model chose; in
+                                                        shadow mode not the
+                                                        peer used */
     uint64_t                            key;         /* tie-break hash */
     size_t                              key_len;     /* bytes it hashes */
     uint64_t                           *hash;        /* block chain */
@@ -117,6 +122,15 @@ typedef struct {
                                                         the seed, 0: none */
     u_char                              model_name[
                                            NGX_HTTP_PREFIX_ROUTE_MODEL_NAME];
+
+    /* shadow mode: the balancer configured before prefix_route */
+    void                               *next_data;
+    ngx_event_get_peer_pt               next_get;
+    ngx_event_free_peer_pt              next_free;
+#if (NGX_HTTP_SSL)
+    ngx_event_set_peer_session_pt       next_set_session;
+    ngx_event_save_peer_session_pt      next_save_session;
+#endif
 } ngx_http_prefix_route_ctx_t;
 
 
@@ -136,9 +150,17 @@ static void ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx);
 static ngx_int_t ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc,
     void *data);
+static ngx_int_t ngx_http_prefix_route_shadow_get(ngx_peer_connection_t *pc,
+    ngx_http_prefix_route_ctx_t *ctx);
+#if (NGX_HTTP_SSL)
+static ngx_int_t ngx_http_prefix_route_set_session(ngx_peer_connection_t *pc,
+    void *data);
+static void ngx_http_prefix_route_save_session(ngx_peer_connection_t *pc,
+    void *data);
+#endif
 static ngx_http_upstream_rr_peer_t *ngx_http_prefix_route_pick(
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_upstream_rr_peers_t *peers,
-    ngx_uint_t *chosen);
+    ngx_int_t forced, ngx_uint_t *chosen);
 static ngx_uint_t ngx_http_prefix_route_probed(
     ngx_http_prefix_route_srv_conf_t *prcf, ngx_uint_t b, ngx_uint_t n);
 static void ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc,
@@ -252,7 +274,9 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_VAR_STATUS = 0,
     NGX_HTTP_PREFIX_ROUTE_VAR_MATCH,
     NGX_HTTP_PREFIX_ROUTE_VAR_LENGTH,
-    NGX_HTTP_PREFIX_ROUTE_VAR_CACHED
+    NGX_HTTP_PREFIX_ROUTE_VAR_CACHED,
+    NGX_HTTP_PREFIX_ROUTE_VAR_LONGEST,
+    NGX_HTTP_PREFIX_ROUTE_VAR_PREDICTED
 };
 
 
@@ -272,6 +296,14 @@ static ngx_http_variable_t  ngx_http_prefix_route_vars[] = {
 
     { ngx_string("prefix_route_cached_tokens"), NULL,
       ngx_http_prefix_route_variable, NGX_HTTP_PREFIX_ROUTE_VAR_CACHED,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("prefix_route_longest"), NULL,
+      ngx_http_prefix_route_variable, NGX_HTTP_PREFIX_ROUTE_VAR_LONGEST,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("prefix_route_predicted"), NULL,
+      ngx_http_prefix_route_variable, NGX_HTTP_PREFIX_ROUTE_VAR_PREDICTED,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
@@ -414,17 +446,24 @@ ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us)
 {
     ngx_uint_t                         b, i, n;
+    ngx_http_upstream_init_pt          init;
     ngx_http_upstream_rr_peer_t       *peer;
     ngx_http_upstream_rr_peers_t      *peers;
     ngx_http_prefix_route_srv_conf_t  *prcf;
 
-    if (ngx_http_upstream_init_round_robin(cf, us) != NGX_OK) {
+    prcf = ngx_http_conf_upstream_srv_conf(us, ngx_http_prefix_route_module);
+
+    /* shadow mode: the balancer configured before it, round robin if none */
+
+    init = prcf->shadow_init_upstream ? prcf->shadow_init_upstream
+                                      : ngx_http_upstream_init_round_robin;
+
+    if (init(cf, us) != NGX_OK) {
         return NGX_ERROR;
     }
 
+    prcf->shadow_init_peer = us->peer.init;
     us->peer.init = ngx_http_prefix_route_init_peer;
-
-    prcf = ngx_http_conf_upstream_srv_conf(us, ngx_http_prefix_route_module);
 
     /*
      * The names of the servers, kept to find their records in the zone
@@ -619,11 +658,38 @@ ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    r->upstream->peer.get = ngx_http_prefix_route_get_peer;
-    r->upstream->peer.free = ngx_http_prefix_route_free_peer;
-
     ctx->conf = ngx_http_conf_upstream_srv_conf(us,
                                                 ngx_http_prefix_route_module);
+
+    if (ctx->conf->shadow) {
+
+        /* the configured balancer's own data: it allocates it when NULL */
+
+        r->upstream->peer.data = NULL;
+
+        if (ctx->conf->shadow_init_peer(r, us) != NGX_OK) {
+            return NGX_ERROR;
+        }
+
+        ctx->next_data = r->upstream->peer.data;
+        ctx->next_get = r->upstream->peer.get;
+        ctx->next_free = r->upstream->peer.free;
+
+#if (NGX_HTTP_SSL)
+        if (r->upstream->peer.set_session) {
+            ctx->next_set_session = r->upstream->peer.set_session;
+            ctx->next_save_session = r->upstream->peer.save_session;
+            r->upstream->peer.set_session = ngx_http_prefix_route_set_session;
+            r->upstream->peer.save_session =
+                                           ngx_http_prefix_route_save_session;
+        }
+#endif
+
+        r->upstream->peer.data = ctx;
+    }
+
+    r->upstream->peer.get = ngx_http_prefix_route_get_peer;
+    r->upstream->peer.free = ngx_http_prefix_route_free_peer;
 
     ctx->request = r;
     ngx_http_set_ctx(r, ctx, ngx_http_prefix_route_module);
@@ -633,6 +699,7 @@ ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     /* round robin passes over the servers the probes do */
 
     if (ctx->status == NGX_HTTP_PREFIX_ROUTE_BYPASS
+        && !ctx->conf->shadow
         && ngx_http_prefix_route_probed(ctx->conf, 0, ctx->rrp.peers->number))
     {
         for (i = 0; i < ctx->rrp.peers->number; i++) {
@@ -781,6 +848,10 @@ ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc, void *data)
     ngx_http_upstream_rr_peer_t   *best;
     ngx_http_upstream_rr_peers_t  *peers;
 
+    if (ctx->next_get) {
+        return ngx_http_prefix_route_shadow_get(pc, ctx);
+    }
+
     if (ctx->status == NGX_HTTP_PREFIX_ROUTE_BYPASS) {
         return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
     }
@@ -796,7 +867,7 @@ ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc, void *data)
 
     ngx_http_upstream_rr_peers_wlock(peers);
 
-    best = ngx_http_prefix_route_pick(ctx, peers, &i);
+    best = ngx_http_prefix_route_pick(ctx, peers, -1, &i);
 
     if (best == NULL) {
         goto failed;
@@ -866,18 +937,99 @@ failed:
 
 
 /*
+ * Shadow mode: the balancer configured before prefix_route chooses; the
+ * server it chose, found by the name it set (the round robin family sets
+ * pc->name to its peer's), is charged and recorded as if prefix_route had
+ * chosen it, and what the cost model would have chosen is noted.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_shadow_get(ngx_peer_connection_t *pc,
+    ngx_http_prefix_route_ctx_t *ctx)
+{
+    ngx_int_t                      rc;
+    ngx_uint_t                     b, i, k;
+    ngx_http_upstream_rr_peer_t   *peer;
+    ngx_http_upstream_rr_peers_t  *peers;
+
+    rc = ctx->next_get(pc, ctx->next_data);
+
+    if ((rc != NGX_OK && rc != NGX_DONE)
+        || ctx->status == NGX_HTTP_PREFIX_ROUTE_BYPASS)
+    {
+        return rc;
+    }
+
+    for (b = 0, peers = ctx->rrp.peers; peers != NULL; b++, peers = peers->next)
+    {
+        ngx_http_upstream_rr_peers_wlock(peers);
+
+        for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+
+            if (pc->name != &peer->name) {
+                continue;
+            }
+
+            ctx->backup = b;
+            (void) ngx_http_prefix_route_pick(ctx, peers, i, &k);
+
+            /* a retry's choice passes over the servers tried, as ours */
+
+            if (b == 0) {
+                ctx->rrp.tried[i / (8 * sizeof(uintptr_t))] |=
+                                (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+            }
+
+            ngx_http_upstream_rr_peers_unlock(peers);
+
+            return rc;
+        }
+
+        ngx_http_upstream_rr_peers_unlock(peers);
+    }
+
+    return rc;
+}
+
+
+#if (NGX_HTTP_SSL)
+
+static ngx_int_t
+ngx_http_prefix_route_set_session(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_http_prefix_route_ctx_t  *ctx = data;
+
+    return ctx->next_set_session(pc, ctx->next_data);
+}
+
+
+static void
+ngx_http_prefix_route_save_session(ngx_peer_connection_t *pc, void *data)
+{
+    ngx_http_prefix_route_ctx_t  *ctx = data;
+
+    ctx->next_save_session(pc, ctx->next_data);
+}
+
+#endif
+
+
+/*
  * Chooses among the usable servers of "peers" (the primary or the backup
  * list) by the cost model, charges the request's prefill work to the
- * chosen one and records the prefix as held by it.  Returns the chosen
- * server and its position in the list, or NULL when none is usable.  The
- * caller holds the peers lock; the zone mutex is taken inside it twice,
- * for the lookup and for the record, and what needs no lock is done
- * outside: usability, ranks and the choice itself.
+ * chosen one and records the prefix as held by it.  In shadow mode the
+ * configured balancer has chosen the server at position "forced" (-1:
+ * none): the cost model's choice is only noted (ctx->predicted), and the
+ * charge and the record go to that server.  Returns the server charged
+ * and its position in the list, or NULL when none is usable.  The caller
+ * holds the peers lock; the zone mutex is taken inside it twice, for the
+ * lookup and for the record, and what needs no lock is done outside:
+ * usability, ranks and the choice itself.
  */
 
 static ngx_http_upstream_rr_peer_t *
 ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
-    ngx_http_upstream_rr_peers_t *peers, ngx_uint_t *chosen)
+    ngx_http_upstream_rr_peers_t *peers, ngx_int_t forced, ngx_uint_t *chosen)
 {
     time_t                              now;
     size_t                              longest, first, expect;
@@ -1024,6 +1176,13 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     k = ngx_http_prefix_route_choose(prcf->cand, peers->number, ctx->len,
                                      expect, &prcf->choice);
 
+    ctx->longest = longest;
+    ctx->predicted = (k == NGX_ERROR) ? 0 : prcf->cand[k].match;
+
+    if (forced >= 0) {
+        k = forced;
+    }
+
     if (k == NGX_ERROR) {
         ngx_http_prefix_route_held(idx->sh, hold);
         return NULL;
@@ -1169,6 +1328,11 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
         ctx->sent = NULL;
     }
 
+    if (ctx->next_free) {
+        ctx->next_free(pc, ctx->next_data, state);
+        return;
+    }
+
     ngx_http_upstream_free_round_robin_peer(pc, &ctx->rrp, state);
 }
 
@@ -1223,6 +1387,9 @@ ngx_http_prefix_route_count(void *data)
     if (ctx->len) {
         (void) ngx_atomic_fetch_add(&sh->prompt_bytes, ctx->len);
         (void) ngx_atomic_fetch_add(&sh->matched_bytes, ctx->match);
+        (void) ngx_atomic_fetch_add(&sh->longest_bytes, ctx->longest);
+        (void) ngx_atomic_fetch_add(&sh->predicted_bytes, ctx->predicted);
+        (void) ngx_atomic_fetch_add(&sh->reusable, ctx->longest ? 1 : 0);
     }
 }
 
@@ -1289,14 +1456,26 @@ ngx_http_prefix_route_variable(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    if (data == NGX_HTTP_PREFIX_ROUTE_VAR_CACHED) {
-        v->len = ngx_sprintf(p, "%uL", ctx->cached) - p;
+    switch (data) {
 
-    } else {
-        v->len = ngx_sprintf(p, "%uz",
-                             (data == NGX_HTTP_PREFIX_ROUTE_VAR_MATCH)
-                             ? ctx->match : ctx->len)
-                 - p;
+    case NGX_HTTP_PREFIX_ROUTE_VAR_CACHED:
+        v->len = ngx_sprintf(p, "%uL", ctx->cached) - p;
+        break;
+
+    case NGX_HTTP_PREFIX_ROUTE_VAR_MATCH:
+        v->len = ngx_sprintf(p, "%uz", ctx->match) - p;
+        break;
+
+    case NGX_HTTP_PREFIX_ROUTE_VAR_LONGEST:
+        v->len = ngx_sprintf(p, "%uz", ctx->longest) - p;
+        break;
+
+    case NGX_HTTP_PREFIX_ROUTE_VAR_PREDICTED:
+        v->len = ngx_sprintf(p, "%uz", ctx->predicted) - p;
+        break;
+
+    default: /* NGX_HTTP_PREFIX_ROUTE_VAR_LENGTH */
+        v->len = ngx_sprintf(p, "%uz", ctx->len) - p;
     }
 
     v->data = p;
@@ -1764,16 +1943,6 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return "must come before the \"server\" directives";
     }
 
-    /*
-     * keepalive saves the balancer's init and wraps it: replacing that
-     * init here would silently drop keepalive, or another method's
-     */
-
-    if (uscf->peer.init_upstream) {
-        return "must come before \"keepalive\" and cannot follow another "
-               "load balancing method";
-    }
-
     value = cf->args->elts;
     size = 0;
     ngx_str_null(&name);
@@ -1792,6 +1961,11 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                                    "duplicate parameter \"%V\"", &value[i]);
                 return NGX_CONF_ERROR;
             }
+        }
+
+        if (ngx_strcmp(value[i].data, "shadow") == 0) {
+            prcf->shadow = 1;
+            continue;
         }
 
         if (ngx_strncmp(value[i].data, "zone=", 5) == 0) {
@@ -2095,6 +2269,27 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     prcf->shm_zone->init = ngx_http_prefix_route_init_zone;
     prcf->shm_zone->data = prcf;
     prcf->cycle = cf->cycle;
+
+    /*
+     * keepalive saves the balancer's init and wraps it: replacing that
+     * init here would silently drop keepalive, or another method's; in
+     * shadow mode that init balances, wrapped by this one, and its
+     * server parameters stay
+     */
+
+    if (prcf->shadow) {
+        prcf->shadow_init_upstream = uscf->peer.init_upstream;
+        uscf->peer.init_upstream = ngx_http_prefix_route_init_upstream;
+        return NGX_CONF_OK;
+    }
+
+    if (uscf->peer.init_upstream) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "\"prefix_route\" directive must come before "
+                           "\"keepalive\" and cannot follow another load "
+                           "balancing method (but with \"shadow\")");
+        return NGX_CONF_ERROR;
+    }
 
     uscf->peer.init_upstream = ngx_http_prefix_route_init_upstream;
 

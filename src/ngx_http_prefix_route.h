@@ -65,6 +65,11 @@ typedef struct {
     ngx_uint_t                          instances;   /* instances=, nginx
                                                         instances in front
                                                         of the servers */
+    ngx_uint_t                          shadow;      /* shadow: another
+                                                        balancer chooses */
+    ngx_http_upstream_init_pt           shadow_init_upstream; /* its init,
+                                                        NULL: round robin */
+    ngx_http_upstream_init_peer_pt      shadow_init_peer;
     ngx_http_complex_value_t           *salt;        /* prefix_route_salt */
     ngx_uint_t                          cache_salt;  /* its cache_salt= */
     ngx_http_prefix_route_probe_conf_t  probe;       /* prefix_route_probe */

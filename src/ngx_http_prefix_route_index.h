@@ -196,6 +196,12 @@ typedef struct {
     ngx_atomic_t                     requests[4];   /* by status */
     ngx_atomic_t                     prompt_bytes;  /* canonical prompt */
     ngx_atomic_t                     matched_bytes; /* on the chosen peers */
+    ngx_atomic_t                     longest_bytes; /* on any usable peer */
+    ngx_atomic_t                     predicted_bytes; /* on the peers the
+                                                   cost model chose (in
+                                                   shadow mode, not used) */
+    ngx_atomic_t                     reusable;      /* requests with a
+                                                   longest match */
 
     /* when the next round of engine probes is due, ms */
     ngx_msec_t                       probe_due;
@@ -274,9 +280,10 @@ ngx_uint_t ngx_http_prefix_route_index_match(
  * beyond "capacity" blocks (0: no limit).  A tenant that already has
  * idx->share percent of the protected holders the zone keeps when full
  * (4/5 of sh->room, or of its holders if more) gets no more protected,
- * only keeps those it has (sh->held_back counts the others).  When the zone is full it drops the zone's least recently
- * used holders, on probation first, never those of this prompt; if that
- * is not enough the prefix is recorded only in part.  Never fails.
+ * only keeps those it has (sh->held_back counts the others).  When the
+ * zone is full it drops the zone's least recently used holders, on
+ * probation first, never those of this prompt; if that is not enough
+ * the prefix is recorded only in part.  Never fails.
  * Returns the number of blocks recorded, from the first.
  */
 ngx_uint_t ngx_http_prefix_route_index_record(

@@ -42,6 +42,10 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_U_CAPPED,
     NGX_HTTP_PREFIX_ROUTE_U_PROMPT,
     NGX_HTTP_PREFIX_ROUTE_U_MATCHED,
+    NGX_HTTP_PREFIX_ROUTE_U_LONGEST,
+    NGX_HTTP_PREFIX_ROUTE_U_PREDICTED,
+    NGX_HTTP_PREFIX_ROUTE_U_REUSABLE,
+    NGX_HTTP_PREFIX_ROUTE_U_SHADOW,
     NGX_HTTP_PREFIX_ROUTE_U_N
 };
 
@@ -158,7 +162,17 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
     { "prompt_bytes", "prompt_bytes_total", "counter",
       "Bytes of canonical prompt considered." },
     { "matched_bytes", "matched_bytes_total", "counter",
-      "Bytes of canonical prompt held by the chosen peer." }
+      "Bytes of canonical prompt held by the chosen peer." },
+    { "longest_bytes", "longest_bytes_total", "counter",
+      "Bytes of canonical prompt held by the usable peer that held most." },
+    { "predicted_bytes", "predicted_bytes_total", "counter",
+      "Bytes of canonical prompt held by the peer prefix_route chose; in "
+      "shadow mode, would have chosen." },
+    { "reusable", "reusable_requests_total", "counter",
+      "Requests of which a usable peer held a prefix." },
+    { "shadow", "shadow", "gauge",
+      "1: shadow mode, the balancer configured before prefix_route "
+      "chooses; 0: prefix_route chooses." }
 };
 
 
@@ -415,7 +429,11 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
 
         st->v[NGX_HTTP_PREFIX_ROUTE_U_PROMPT] = sh->prompt_bytes;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_MATCHED] = sh->matched_bytes;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_LONGEST] = sh->longest_bytes;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_PREDICTED] = sh->predicted_bytes;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_REUSABLE] = sh->reusable;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SIZE] = prcf->shm_zone->shm.size;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_SHADOW] = prcf->shadow;
 
         /*
          * the servers in use (with "zone", a copy in that zone), locked
@@ -980,6 +998,19 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
         p = ngx_cpymem(p, "; prompt bytes matched: ", 24);
         p = ngx_http_prefix_route_status_percent(p,
                                         v[NGX_HTTP_PREFIX_ROUTE_U_MATCHED],
+                                        v[NGX_HTTP_PREFIX_ROUTE_U_PROMPT]);
+
+        if (v[NGX_HTTP_PREFIX_ROUTE_U_SHADOW]) {
+            p = ngx_sprintf(p, "<br>shadow mode: the configured balancer "
+                               "routes; prefix_route would have matched ");
+            p = ngx_http_prefix_route_status_percent(p,
+                                        v[NGX_HTTP_PREFIX_ROUTE_U_PREDICTED],
+                                        v[NGX_HTTP_PREFIX_ROUTE_U_PROMPT]);
+        }
+
+        p = ngx_sprintf(p, "; held by the best server: ");
+        p = ngx_http_prefix_route_status_percent(p,
+                                        v[NGX_HTTP_PREFIX_ROUTE_U_LONGEST],
                                         v[NGX_HTTP_PREFIX_ROUTE_U_PROMPT]);
 
         for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_MODELS; k++) {

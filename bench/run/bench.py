@@ -132,6 +132,9 @@ BALANCERS = collections.OrderedDict([
     ("prefix_route", ("prefix_route", "prefix_route", 1)),
     ("prefix_route_x3", ("prefix_route, 3 nginx instances",
                          "prefix_route instances=3", 3)),
+    # round robin routes; prefix_route indexes and predicts (shadow mode)
+    ("shadow", ("round robin, prefix_route shadow", "prefix_route shadow",
+                1)),
     # make bench-feedback: the index corrected by the engines' usage
     ("prefix_route_correct", ("prefix_route feedback=correct",
                               "prefix_route feedback=correct", 1)),
@@ -158,7 +161,7 @@ PROBED = ("prefix_route_probe", "prefix_route_x3_probe")
 PROBE_INTERVAL_S = 1.0
 # make bench runs these unless told otherwise
 BENCH_BALANCERS = ("round_robin", "least_conn", "random_two", "hash_session",
-                   "cache_aware", "prefix_route", "prefix_route_x3")
+                   "cache_aware", "prefix_route", "prefix_route_x3", "shadow")
 STOCK = ("round_robin", "least_conn", "random_two", "hash_session")
 
 KV_BLOCKS = 28672       # the simulator's default, H100 80GB
@@ -612,7 +615,9 @@ def feedback_of(fleet):
     keys = ("feedback_responses", "feedback_agreed", "feedback_under",
             "feedback_over", "feedback_dropped", "reported_prompt_tokens",
             "reported_cached_tokens", "predicted_cached_tokens")
-    tot = dict.fromkeys(keys, 0)
+    ukeys = ("prompt_bytes", "matched_bytes", "predicted_bytes",
+             "longest_bytes", "reusable")
+    tot = dict.fromkeys(keys + ukeys, 0)
     ratios = []
     for url in fleet.urls:
         with urllib.request.urlopen(url + "/prefix-route-status",
@@ -620,11 +625,20 @@ def feedback_of(fleet):
             st = json.load(f)
         for u in st["upstreams"]:
             ratios += [m["bytes_per_token"] for m in u["models"]]
+            for k in ukeys:
+                tot[k] += u[k]
             for p in u["peers"]:
                 for k in keys:
                     tot[k] += p[k]
     n, prompt = tot["feedback_responses"], tot["reported_prompt_tokens"]
+    pb = tot["prompt_bytes"]
     return {"responses": n,
+            # the index's view, bytes of canonical prompt: the share the
+            # chosen servers held, the cost model's choice held (in shadow
+            # mode, would have), and the best server held
+            "index_matched": tot["matched_bytes"] / pb if pb else None,
+            "index_predicted": tot["predicted_bytes"] / pb if pb else None,
+            "index_longest": tot["longest_bytes"] / pb if pb else None,
             "agreed": tot["feedback_agreed"] / n if n else None,
             "predicted": tot["predicted_cached_tokens"] / prompt
             if prompt else None,
@@ -1059,10 +1073,55 @@ def write_report(summary, outdir):
     t = targets(summary)
     if t:
         md.append("## Targets (issue 10)\n\n" + t + "\n")
+    t = shadow_report(summary)
+    if t:
+        md.append(t)
     if env.get("bench_wall_s"):
         md.append("make bench took %.0f s.\n" % env["bench_wall_s"])
     with open(os.path.join(outdir, "bench.md"), "w") as f:
         f.write("".join(md))
+
+
+SHADOW_TARGET = 0.05
+
+
+def shadow_report(summary):
+    """Shadow mode over round robin against prefix_route routing the same
+    workload: the hit rate shadow mode predicts for prefix_route (the
+    index's bytes) against the one the engines reported when it routed
+    (issue 15's target: within SHADOW_TARGET)."""
+    out = []
+    for wl, s in summary["workloads"].items():
+        sh = s["rows"].get("shadow")
+        pr = s["rows"].get("prefix_route")
+        if not sh or not pr or not sh.get("feedback"):
+            continue
+        f = sh["feedback"]
+        pred, real = f.get("index_predicted"), pr.get("hit_rate")
+        if pred is None or real is None:
+            continue
+        d = pred - real
+        out.append("| %s | %s | %s | %s | %s | %s | %+.3f | %s |\n" % (
+            wl, fmt(sh["hit_rate"], "%.3f"), fmt(f.get("index_matched"),
+                                                  "%.3f"),
+            fmt(f.get("index_longest"), "%.3f"), fmt(pred, "%.3f"),
+            fmt(real, "%.3f"), d,
+            "met" if abs(d) <= SHADOW_TARGET else "**missed**"))
+    if not out:
+        return ""
+    return ("## Shadow mode (issue 15)\n\n"
+            "`prefix_route ... shadow` over round robin: round robin routes, "
+            "prefix_route indexes and predicts. *engine*: the hit rate the "
+            "engines reported under round robin; *index, current*: the "
+            "share of prompt bytes the chosen servers held, as the index "
+            "saw it; *best*: the share the best server held; *predicted*: "
+            "the share prefix_route's choice would have held; *routed*: the "
+            "engines' hit rate when prefix_route routed the same workload "
+            "(the row above). Target: predicted within %.2f of routed.\n\n"
+            "| workload | engine | index, current | best | predicted "
+            "| routed | predicted - routed | target |\n"
+            "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
+            % SHADOW_TARGET + "".join(out) + "\n")
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,129 @@
+# Shadow mode (prefix_route ... shadow): the balancer configured before
+# prefix_route (round robin when none) chooses every server; prefix_route
+# reads each body, records which server received each prefix, and notes
+# what it would have chosen.  Each request's X-Prefix-Route header says
+# its status (for the server the configured balancer chose), its match
+# there, the longest match on any server, and the match on the server
+# prefix_route would have chosen.
+use Test::Nginx::Socket 'no_plan';
+use FindBin;
+use lib $FindBin::Bin;
+use PrefixRoute qw(:DEFAULT chat_body sys user text);
+
+our $Header = '$prefix_route_status $prefix_route_match $prefix_route_longest '
+            . '$prefix_route_predicted';
+
+# upstream llm over the 4 backends, "prefix_route zone=llm:1m shadow"
+# after the directives $before (a balancer) and before $after
+sub shadowed {
+    my ($before, $after) = @_;
+    my $u = ::upstream("zone=llm:1m shadow", 1 .. 4);
+    $u =~ s/(    prefix_route )/    $before\n$1/ if defined $before;
+    $u =~ s/\n}\n\z/\n    $after\n}\n/ if defined $after;
+    return $u . ::backends(1 .. 4);
+}
+
+# one long prompt, the same each time
+sub ask {
+    my ($query) = @_;
+    return "POST /v1/chat/completions" . ($query // "") . "\n"
+         . ::chat_body([::sys(::text("Shadow system prompt", 1200)),
+                        ::user("the same question")]);
+}
+
+our $Status = "location = /status {\n    prefix_route_status;\n}\n";
+
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value(main_config => $LoadModule) unless defined $block->main_config;
+    $block->set_value(config => ::proxy(header => $Header) . $Status)
+        unless defined $block->config;
+    $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log
+                                                         || defined $block->must_die;
+    return $block;
+});
+
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: shadow over round robin: the same prompt goes round the 4 servers as without prefix_route, which says each time that it would have sent it where it was first
+The first request is a MISS; each later one goes to a server that holds
+nothing of it (SPILL 0), while the longest match and the one on
+prefix_route's choice are the whole prompt's blocks.
+--- http_config eval: ::shadowed()
+--- request eval
+[::ask(), ::ask(), ::ask(), ::ask(), "GET /status?format=json"]
+--- response_body_like eval
+["^b1\n\\z", "^b2\n\\z", "^b3\n\\z", "^b4\n\\z",
+ '"matched_bytes":0,"longest_bytes":[1-9]\d*,"predicted_bytes":[1-9]\d*,"reusable":3,"shadow":1,"requests":\{"BYPASS":0,"MISS":1,"HIT":0,"SPILL":3\}']
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 0 0",
+ ("X-Prefix-Route: SPILL 0 ([1-9]\\d*) \\1") x 3, ""]
+
+
+
+=== TEST 2: the same four requests without shadow all go where the prompt is
+--- http_config eval: ::upstream(1 .. 4) . ::backends(1 .. 4)
+--- request eval
+[::ask(), ::ask(), ::ask(), ::ask(), "GET /status?format=json"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 0 0",
+ ("X-Prefix-Route: HIT ([1-9]\\d*) \\1 \\1") x 3, ""]
+--- response_body_like eval
+[qr/^b\d\n\z/, qr/^b\d\n\z/, qr/^b\d\n\z/, qr/^b\d\n\z/,
+ '"reusable":3,"shadow":0,"requests":\{"BYPASS":0,"MISS":1,"HIT":3,"SPILL":0\}']
+
+
+
+=== TEST 3: shadow over "hash $arg_user": each user stays on its server whatever its prompt, and prefix_route sees where the prompt went
+Users a and b share one prompt; a's second request finds it where a's
+first left it (HIT), b's goes where the hash sends b.
+--- http_config eval: ::shadowed('hash $arg_user;')
+--- request eval
+[::ask("?user=a"), ::ask("?user=a"), ::ask("?user=b"), ::ask("?user=b")]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 0 0", "X-Prefix-Route: HIT ([1-9]\\d*) \\1 \\1",
+ "X-Prefix-Route: (?:HIT|SPILL) \\d+ ([1-9]\\d*) \\1",
+ "X-Prefix-Route: HIT ([1-9]\\d*) \\1 \\1"]
+
+
+
+=== TEST 4: shadow over least_conn, with keepalive after it: requests are served and counted
+--- http_config eval: ::shadowed('least_conn;', 'keepalive 8;')
+--- request eval
+[::ask(), ::ask(), "GET /status?format=json"]
+--- response_body_like eval
+["^b[1-4]\n\\z", "^b[1-4]\n\\z",
+ '"shadow":1,"requests":\{"BYPASS":0,"MISS":1,"HIT":\d,"SPILL":\d\}']
+
+
+
+=== TEST 5: a request without a prompt is balanced by the configured balancer too (BYPASS)
+--- http_config eval: ::shadowed('hash $arg_user;')
+--- request eval
+["GET /v1/models?user=a", "GET /v1/models?user=a", "GET /status?format=json"]
+--- response_headers_like eval
+["X-Prefix-Route: BYPASS 0 0 0", "X-Prefix-Route: BYPASS 0 0 0", ""]
+--- response_body_like eval
+[qr/^b\d\n\z/, qr/^b\d\n\z/, '"requests":\{"BYPASS":2,"MISS":0,"HIT":0,"SPILL":0\}']
+
+
+
+=== TEST 6: another balancer after prefix_route replaces it, shadow or not: an error
+--- http_config eval: ::shadowed(undef, 'least_conn;')
+--- must_die
+--- error_log
+another load balancing method replaces "prefix_route" in upstream "llm"
+
+
+
+=== TEST 7: a balancer before prefix_route without shadow: an error that names the way out
+--- http_config eval
+my $u = ::upstream("zone=llm:1m", 1 .. 4);
+$u =~ s/(    prefix_route )/    least_conn;\n$1/;
+$u
+--- must_die
+--- error_log
+"prefix_route" directive must come before "keepalive" and cannot follow another load balancing method (but with "shadow")
