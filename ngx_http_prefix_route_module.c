@@ -123,6 +123,11 @@ typedef struct {
     u_char                              model_name[
                                            NGX_HTTP_PREFIX_ROUTE_MODEL_NAME];
 
+    /* shadow mode: the would-be placement's charge, as "sent" */
+    ngx_http_prefix_route_peer_t       *vsent;
+    ngx_uint_t                          vcell;
+    uint64_t                            vuncached;
+
     /* shadow mode: the balancer configured before prefix_route */
     void                               *next_data;
     ngx_event_get_peer_pt               next_get;
@@ -481,10 +486,15 @@ ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     }
 
     prcf->held = ngx_palloc(cf->pool, n * sizeof(ngx_uint_t));
+    prcf->vheld = ngx_palloc(cf->pool, n * sizeof(ngx_uint_t));
     prcf->cand = ngx_palloc(cf->pool,
                             n * sizeof(ngx_http_prefix_route_candidate_t));
+    prcf->vshared = ngx_pcalloc(cf->pool, prcf->peers->number
+                                    * sizeof(ngx_http_prefix_route_peer_t *));
 
     if (prcf->held == NULL
+        || prcf->vheld == NULL
+        || prcf->vshared == NULL
         || prcf->cand == NULL
         || ngx_http_prefix_route_index_scratch(&prcf->index, cf->pool,
                                                prcf->max_prefix / prcf->block)
@@ -525,6 +535,7 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     size_t                             len;
     ngx_int_t                          rc;
+    ngx_str_t                          name;
     ngx_uint_t                         b, i, nworkers;
     ngx_core_conf_t                   *ccf;
     ngx_slab_pool_t                   *shpool;
@@ -612,9 +623,48 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         }
     }
 
+    /*
+     * shadow mode: prefix_route's would-be placements are recorded apart,
+     * for records of the primary servers under names no server has
+     */
+
+    for (peer = prcf->shadow ? prcf->peers->peer : NULL, i = 0;
+         peer != NULL;
+         peer = peer->next, i++)
+    {
+        name.len = sizeof("shadow of ") - 1 + peer->name.len;
+        name.data = ngx_pnalloc(prcf->cycle->pool, name.len);
+        if (name.data == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_sprintf(name.data, "shadow of %V", &peer->name);
+
+        prcf->vshared[i] = ngx_http_prefix_route_index_peer(&prcf->index,
+                                                            &name);
+    }
+
     /* each list's position of a peer slot, for the index lookup */
 
     prcf->npos = sh->npeers;
+
+    if (prcf->shadow) {
+        prcf->vpos = ngx_palloc(prcf->cycle->pool,
+                                (prcf->npos + 1) * sizeof(ngx_uint_t));
+        if (prcf->vpos == NULL) {
+            return NGX_ERROR;
+        }
+
+        for (i = 0; i <= prcf->npos; i++) {
+            prcf->vpos[i] = prcf->peers->number;
+        }
+
+        for (i = 0; i < prcf->peers->number; i++) {
+            if (prcf->vshared[i] != NULL) {
+                prcf->vpos[prcf->vshared[i]->slot] = i;
+            }
+        }
+    }
 
     for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
     {
@@ -1035,12 +1085,12 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     size_t                              longest, first, expect;
     uint64_t                           *id, t, hold;
     uintptr_t                           m;
-    ngx_int_t                           k;
-    ngx_uint_t                          i, n, b, held, probed;
+    ngx_int_t                           k, vk;
+    ngx_uint_t                          i, n, b, held, probed, virt;
     ngx_uint_t                          waiting, running;
     ngx_slab_pool_t                    *shpool;
     ngx_http_upstream_rr_peer_t        *peer, *best;
-    ngx_http_prefix_route_peer_t      **shared, *sp;
+    ngx_http_prefix_route_peer_t      **shared, *sp, *lp;
     ngx_http_prefix_route_index_t      *idx;
     ngx_http_prefix_route_srv_conf_t   *prcf;
     ngx_http_prefix_route_candidate_t  *c;
@@ -1091,18 +1141,37 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                                    NGX_HTTP_PREFIX_ROUTE_VISITS(peers->number),
                                    prcf->held);
 
+    /*
+     * shadow mode: what prefix_route would hold had it routed, in the
+     * records of its would-be placements (docs/design.md, "Shadow mode")
+     */
+
+    virt = (forced >= 0 && b == 0 && prcf->vpos != NULL);
+
+    if (virt) {
+        (void) ngx_http_prefix_route_index_match(idx, ctx->hash,
+                                   ctx->nblocks, prcf->vpos, prcf->npos,
+                                   peers->number,
+                                   NGX_HTTP_PREFIX_ROUTE_VISITS(peers->number),
+                                   prcf->vheld);
+    }
+
     for (i = 0; i < peers->number; i++) {
         sp = shared[i];
         c = &prcf->cand[i];
 
         if (sp != NULL) {
-            c->queued = (double) sp->load.queued;
-            c->outstanding = (double) sp->load.bytes;
-            c->inflight = sp->load.inflight;
-            c->decoding = sp->load.inflight > sp->load.waiting
-                          ? sp->load.inflight - sp->load.waiting : 0;
-            c->cached = sp->blocks;
 
+            /* shadow mode: the load of the would-be placements */
+
+            lp = (virt && prcf->vshared[i] != NULL) ? prcf->vshared[i] : sp;
+
+            c->queued = (double) lp->load.queued;
+            c->outstanding = (double) lp->load.bytes;
+            c->inflight = lp->load.inflight;
+            c->decoding = lp->load.inflight > lp->load.waiting
+                          ? lp->load.inflight - lp->load.waiting : 0;
+            c->cached = lp->blocks;
 
             /* others' requests there, by the engine's last fresh gauges */
 
@@ -1150,6 +1219,23 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         }
     }
 
+    /* the choice is the would-be one's, with the would-be matches */
+
+    ctx->longest = longest;
+
+    if (virt) {
+        longest = 0;
+
+        for (i = 0; i < peers->number; i++) {
+            c = &prcf->cand[i];
+            c->match = prcf->vheld[i] * prcf->block;
+
+            if (c->usable && c->match > longest) {
+                longest = c->match;
+            }
+        }
+    }
+
     /*
      * a prompt no usable server is known to hold even up to the end of
      * its first turn: if another nginx instance placed it, the rank of
@@ -1176,11 +1262,13 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     k = ngx_http_prefix_route_choose(prcf->cand, peers->number, ctx->len,
                                      expect, &prcf->choice);
 
-    ctx->longest = longest;
     ctx->predicted = (k == NGX_ERROR) ? 0 : prcf->cand[k].match;
+    vk = k;
 
     if (forced >= 0) {
         k = forced;
+        prcf->cand[k].match = prcf->held[k] * prcf->block;
+        longest = ctx->longest;
     }
 
     if (k == NGX_ERROR) {
@@ -1248,6 +1336,24 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                                          (uint32_t) ctx->chosen);
         ctx->recorded[0] = held;
 
+        if (virt && vk != NGX_ERROR && prcf->vshared[vk] != NULL) {
+            lp = prcf->vshared[vk];
+            held = prcf->vheld[vk];
+
+            ctx->vsent = lp;
+            ctx->vuncached = ctx->len - held * prcf->block;
+            ctx->vcell = ngx_http_prefix_route_load_charge(idx, lp,
+                                  ctx->vuncached
+                                  + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
+                                  ctx->len);
+
+            (void) ngx_http_prefix_route_index_record(idx, ctx->hash,
+                                         ctx->nblocks, &held, lp,
+                                         ctx->tenant,
+                                         prcf->capacity / prcf->block,
+                                         (uint32_t) ctx->chosen);
+        }
+
         hold += ngx_http_prefix_route_clock() - t;
         ngx_shmtx_unlock(&shpool->mutex);
     }
@@ -1309,6 +1415,14 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
                               ctx->uncached
                               + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
                               ctx->len, ctx->started);
+
+        if (ctx->vsent != NULL) {
+            ngx_http_prefix_route_load_discharge(ctx->vsent, ctx->vcell,
+                              ctx->vuncached
+                              + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
+                              ctx->len, ctx->started);
+            ctx->vsent = NULL;
+        }
 
         if ((state & NGX_PEER_FAILED)
             || (status != 0 && (status < 200 || status > 299)))
@@ -1589,6 +1703,13 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
                 ngx_http_prefix_route_load_start(ctx->sent, ctx->cell,
                                     ctx->uncached
                                     + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
+
+                if (ctx->vsent != NULL) {
+                    ngx_http_prefix_route_load_start(ctx->vsent, ctx->vcell,
+                                    ctx->vuncached
+                                    + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
+                }
+
                 ngx_shmtx_unlock(&idx->shpool->mutex);
 
                 ctx->started = 1;

@@ -83,8 +83,16 @@ typedef struct {
     ngx_uint_t                         *pos[2];
     ngx_uint_t                          npos;
 
+    /*
+     * shadow mode: the records of prefix_route's would-be placements, per
+     * primary server, and their positions by slot
+     */
+    ngx_http_prefix_route_peer_t      **vshared;
+    ngx_uint_t                         *vpos;
+
     /* a balancer call's scratch, for the longer list */
     ngx_uint_t                         *held;        /* blocks per peer */
+    ngx_uint_t                         *vheld;       /* would-be, shadow */
     ngx_http_prefix_route_candidate_t  *cand;
 } ngx_http_prefix_route_srv_conf_t;
 
