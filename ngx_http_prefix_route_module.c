@@ -12,6 +12,7 @@
 #include "ngx_http_prefix_route_extract.h"
 #include "ngx_http_prefix_route_hash.h"
 #include "ngx_http_prefix_route_load.h"
+#include "ngx_http_prefix_route_history.h"
 #include "ngx_http_prefix_route_status.h"
 #include "ngx_http_prefix_route_usage.h"
 #include "ngx_http_prefix_route_probe.h"
@@ -404,6 +405,8 @@ ngx_http_prefix_route_sweep(ngx_event_t *ev)
 {
     ngx_http_prefix_route_each((ngx_cycle_t *) ngx_cycle,
                                ngx_http_prefix_route_load_sweep);
+    ngx_http_prefix_route_each((ngx_cycle_t *) ngx_cycle,
+                               ngx_http_prefix_route_history_sample);
 
     if (!ngx_exiting && !ngx_quit && !ngx_terminate) {
         ngx_add_timer(ev, NGX_HTTP_PREFIX_ROUTE_SWEEP);

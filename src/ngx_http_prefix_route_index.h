@@ -91,6 +91,35 @@ typedef struct {
 
 
 /*
+ * The status page's charts (ngx_http_prefix_route_history.c): a sample of
+ * the zone's figures every NGX_HTTP_PREFIX_ROUTE_INTERVAL seconds, the
+ * last NGX_HTTP_PREFIX_ROUTE_SAMPLES in a ring.
+ */
+#define NGX_HTTP_PREFIX_ROUTE_SAMPLES      180
+#define NGX_HTTP_PREFIX_ROUTE_INTERVAL     10
+
+
+/* the upstream's counters at a sample, since the zone began */
+typedef struct {
+    uint64_t                         time;      /* s; 0: no sample */
+    uint64_t                         requests[4]; /* by status */
+    uint64_t                         prompt;    /* bytes of prompt */
+    uint64_t                         matched;   /* bytes, chosen peers */
+    uint64_t                         predicted; /* bytes, cost model's */
+    uint64_t                         reported;  /* tokens the engines
+                                                   reported, prompt */
+    uint64_t                         cached;    /* of which cached */
+} ngx_http_prefix_route_sample_t;
+
+
+/* a server's gauges at a sample */
+typedef struct {
+    uint32_t                         inflight;  /* requests */
+    uint32_t                         queued;    /* KiB of prefill */
+} ngx_http_prefix_route_gauge_t;
+
+
+/*
  * A server of the upstream as the zone knows it, found by its name so
  * that a reload with the same servers keeps its blocks and figures.
  */
@@ -109,6 +138,8 @@ typedef struct {
 
     ngx_http_prefix_route_feedback_t fb;
     ngx_http_prefix_route_probe_t    probe;
+
+    ngx_http_prefix_route_gauge_t    gauges[NGX_HTTP_PREFIX_ROUTE_SAMPLES];
 
     size_t                           len;
     u_char                           name[1];   /* e.g. addr:port */
@@ -210,6 +241,11 @@ typedef struct {
     ngx_http_prefix_route_ratio_t    ratios[NGX_HTTP_PREFIX_ROUTE_MODELS];
 
     ngx_http_prefix_route_tenant_t   tenants[NGX_HTTP_PREFIX_ROUTE_TENANTS];
+
+    /* the charts' ring, ngx_http_prefix_route_history.c, under the mutex */
+    ngx_http_prefix_route_sample_t   samples[NGX_HTTP_PREFIX_ROUTE_SAMPLES];
+    ngx_uint_t                       sample;    /* the last one's place */
+    uint64_t                         sampled;   /* its interval number */
 
     /* zone mutex hold time of the balancer, log2 buckets of ns */
     ngx_atomic_t                     lock_ns[32];

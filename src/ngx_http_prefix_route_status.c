@@ -12,6 +12,7 @@
 #include "ngx_http_prefix_route_load.h"
 #include "ngx_http_prefix_route_status.h"
 #include "ngx_http_prefix_route_probe.h"
+#include "ngx_http_prefix_route_history.h"
 
 
 /* the HTML page: one table a upstream, reloaded every 5 s */
@@ -93,6 +94,7 @@ typedef struct {
     ngx_str_t                         *state;
     uint64_t                           v[NGX_HTTP_PREFIX_ROUTE_P_N];
     ngx_http_prefix_route_engine_stat_t  engine;
+    ngx_http_prefix_route_peer_t      *sp;       /* its record, or NULL */
 } ngx_http_prefix_route_peer_stat_t;
 
 
@@ -106,6 +108,12 @@ typedef struct {
     ngx_uint_t                         npeers;
     ngx_http_prefix_route_peer_stat_t *peers;
     ngx_http_prefix_route_ratio_t      ratios[NGX_HTTP_PREFIX_ROUTE_MODELS];
+
+    /* copies of the charts' ring and of each peer's gauges */
+    ngx_http_prefix_route_sample_t    *samples;
+    ngx_uint_t                         sample;
+    ngx_http_prefix_route_gauge_t    **gauges;
+    ngx_str_t                        **names;
 } ngx_http_prefix_route_stat_t;
 
 
@@ -357,6 +365,7 @@ static ngx_int_t
 ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
     ngx_array_t *stats, size_t *size)
 {
+    size_t                             names;
     ngx_str_t                          arg;
     ngx_uint_t                         i, k, n, check;
     ngx_slab_pool_t                   *shpool;
@@ -445,6 +454,28 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         /* no figure shows the requests of a worker killed meanwhile */
         ngx_http_prefix_route_load_sweep(&prcf->index);
 
+        /* room for the charts' copies, taken before the mutex */
+
+        st->samples = ngx_palloc(r->pool, sizeof(sh->samples));
+        st->gauges = ngx_palloc(r->pool,
+                                n * sizeof(ngx_http_prefix_route_gauge_t *));
+        st->names = ngx_palloc(r->pool, n * sizeof(ngx_str_t *));
+
+        if (st->samples == NULL || st->gauges == NULL || st->names == NULL) {
+            return NGX_ERROR;
+        }
+
+        names = 0;
+
+        for (k = 0; k < n; k++) {
+            st->gauges[k] = ngx_palloc(r->pool,
+                                       sizeof(((ngx_http_prefix_route_peer_t *)
+                                               NULL)->gauges));
+            if (st->gauges[k] == NULL) {
+                return NGX_ERROR;
+            }
+        }
+
         ngx_http_upstream_rr_peers_rlock(peers);
         ngx_shmtx_lock(&shpool->mutex);
 
@@ -472,6 +503,24 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
                                ngx_http_prefix_route_index_bytes(&prcf->index);
 
         ngx_http_prefix_route_status_peers(prcf, peers, st, size);
+
+        ngx_memcpy(st->samples, sh->samples, sizeof(sh->samples));
+        st->sample = sh->sample;
+
+        for (k = 0; k < n; k++) {
+            st->names[k] = st->peers[k].name;
+            names += st->names[k]->len;
+
+            if (st->peers[k].sp != NULL) {
+                ngx_memcpy(st->gauges[k], st->peers[k].sp->gauges,
+                           sizeof(st->peers[k].sp->gauges));
+
+            } else {
+                ngx_memzero(st->gauges[k], sizeof(st->peers[k].sp->gauges));
+            }
+        }
+
+        *size += ngx_http_prefix_route_history_size(n, names);
 
         ngx_memcpy(st->ratios, sh->ratios, sizeof(st->ratios));
         *size += 512 + NGX_HTTP_PREFIX_ROUTE_MODELS * 5
@@ -530,6 +579,7 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
 
             ps->name = &peer->name;
             ps->state = &ngx_http_prefix_route_states[state];
+            ps->sp = sp;
 
             *size += (NGX_HTTP_PREFIX_ROUTE_P_N + 12)
                      * (160 + NGX_INT64_LEN
@@ -1087,6 +1137,12 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
         }
 
         p = ngx_cpymem(p, "</table>\n", 9);
+
+        p = ngx_http_prefix_route_history_html(p, st[i].samples,
+                                        st[i].sample,
+                                        st[i].v[NGX_HTTP_PREFIX_ROUTE_U_SHADOW],
+                                        st[i].npeers, st[i].names,
+                                        st[i].gauges);
     }
 
     return ngx_cpymem(p, "</body></html>\n", 15);

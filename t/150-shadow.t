@@ -10,6 +10,8 @@ use FindBin;
 use lib $FindBin::Bin;
 use PrefixRoute qw(:DEFAULT chat_body sys user text);
 
+our $Sleep = "location = /sleep { echo_sleep \$arg_s; echo slept; }\n";
+
 our $Header = '$prefix_route_status $prefix_route_match $prefix_route_longest '
             . '$prefix_route_predicted';
 
@@ -127,3 +129,20 @@ $u
 --- must_die
 --- error_log
 "prefix_route" directive must come before "keepalive" and cannot follow another load balancing method (but with "shadow")
+
+
+
+=== TEST 8: the HTML page charts the last minutes: the hit rate, the current balancer's against prefix_route's prediction, requests by status, and each server's work
+The zone samples its figures every 10 s; with two samples around the
+requests the charts have their first point, at the right edge.
+--- main_config eval: $::LoadModule . $::LoadEcho
+--- config eval: ::proxy(header => $::Header) . $::Status . $::Sleep
+--- http_config eval: ::shadowed()
+--- timeout: 15
+--- request eval
+["GET /status?format=html", "GET /sleep?s=1.5", ::ask(), ::ask(), ::ask(),
+ "GET /sleep?s=10.5", "GET /status?format=html"]
+--- response_body_like eval
+[qr{<p>Charts of the last 30 minutes, a point every 10 s, from the second sample on.</p>},
+ "slept", "b1", "b2", "b3", "slept",
+ qr{<figure><figcaption><b>hit rate</b> \(max 100\.0%, last 0 min\) <span style="color:#1f77b4">&#9632; prompt bytes matched</span> <span style="color:#ff7f0e">&#9632; engines' cached tokens</span> <span style="color:#2ca02c">&#9632; predicted by prefix_route</span></figcaption><svg [^>]*><path fill="none" stroke="#1f77b4" d=" M540\.0 [\d.]+"/><path fill="none" stroke="#ff7f0e" d=""/><path fill="none" stroke="#2ca02c" d=" M540\.0 [\d.]+"/></svg></figure>\n<figure><figcaption><b>requests</b> .*?</svg></figure>\n<figure><figcaption><b>in flight</b> .*?&#9632; 127\.0\.0\.1:\d+</span>.*</svg></figure>\n<figure><figcaption><b>queued</b> }s]
