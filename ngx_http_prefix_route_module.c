@@ -193,6 +193,8 @@ static ngx_int_t ngx_http_prefix_route_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 static void ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_prefix_route_tokens_t *t);
+static size_t ngx_http_prefix_route_answered(ngx_http_prefix_route_ctx_t *ctx,
+    size_t match, ngx_uint_t *answer);
 static void ngx_http_prefix_route_model_name(u_char *dst, u_char *src);
 
 
@@ -1815,9 +1817,10 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_prefix_route_tokens_t *t)
 {
     size_t                             m;
+    size_t                             wm;
     int64_t                            d, o;
-    uint64_t                           sample, bpt, predicted, tol;
-    ngx_uint_t                         n, i, k, a;
+    uint64_t                           sample, bpt, predicted, would, tol;
+    ngx_uint_t                         n, i, k, a, wa;
     ngx_msec_t                         now;
     ngx_http_prefix_route_sh_t        *sh;
     ngx_http_prefix_route_peer_t      *sp;
@@ -1844,24 +1847,10 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
                                     (uint64_t) 1 << 24));
     }
 
-    /*
-     * the server holds the previous turn's answer too, which the index
-     * never saw: the assistant message that begins in the block after
-     * the match
-     */
+    /* the matches as the engine holds them, last turn's answer included */
 
-    m = ctx->match;
-    a = 0;
-
-    for (i = 0; m > 0 && i < ctx->nanswers; i++) {
-        if (ctx->answers[2 * i] >= ctx->match
-            && ctx->answers[2 * i] < ctx->match + prcf->block)
-        {
-            m = ctx->answers[2 * i + 1];
-            a = 1;
-            break;
-        }
-    }
+    m = ngx_http_prefix_route_answered(ctx, ctx->match, &a);
+    wm = ngx_http_prefix_route_answered(ctx, ctx->predicted, &wa);
 
     ngx_shmtx_lock(&idx->shpool->mutex);
 
@@ -1925,6 +1914,21 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
      * whose end the template marks differently
      */
 
+    /*
+     * the cost model's choice, in shadow mode not the server used: its
+     * prediction in the same tokens, for the upstream's predicted hit rate
+     */
+
+    would = (uint64_t) wm * 256 / bpt;
+
+    if (would && ratio) {
+        o = (int64_t) would - ratio->offset[wa] / 16;
+        would = (o > 0) ? ngx_min((uint64_t) o, t->prompt) : 0;
+    }
+
+    sh->predicted_tokens += would;
+    sh->reported_tokens += t->prompt;
+
     if (predicted && ratio) {
         d = ((int64_t) predicted - (int64_t) t->cached) * 16
             - ratio->offset[a];
@@ -1981,6 +1985,34 @@ done:
                    t->prompt, t->cached,
                    t->has_cached ? "reported" : "not reported",
                    ctx->match, ctx->len);
+}
+
+
+/*
+ * A match as the engine holds it, bytes: the server holds the previous
+ * turn's answer too, which the index never saw, so a match that ends in
+ * the block before an assistant message extends to that message's end
+ * (*answer is then 1).
+ */
+
+static size_t
+ngx_http_prefix_route_answered(ngx_http_prefix_route_ctx_t *ctx, size_t match,
+    ngx_uint_t *answer)
+{
+    ngx_uint_t  i;
+
+    *answer = 0;
+
+    for (i = 0; match > 0 && i < ctx->nanswers; i++) {
+        if (ctx->answers[2 * i] >= match
+            && ctx->answers[2 * i] < match + ctx->conf->block)
+        {
+            *answer = 1;
+            return ctx->answers[2 * i + 1];
+        }
+    }
+
+    return match;
 }
 
 

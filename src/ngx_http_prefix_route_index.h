@@ -239,6 +239,10 @@ typedef struct {
 
     /* learned from the engines' usage, under the mutex */
     ngx_http_prefix_route_ratio_t    ratios[NGX_HTTP_PREFIX_ROUTE_MODELS];
+    uint64_t                         predicted_tokens; /* cached, on the
+                                                   cost model's choices */
+    uint64_t                         reported_tokens;  /* prompt tokens of
+                                                   the same responses */
 
     ngx_http_prefix_route_tenant_t   tenants[NGX_HTTP_PREFIX_ROUTE_TENANTS];
 

@@ -46,6 +46,8 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_U_LONGEST,
     NGX_HTTP_PREFIX_ROUTE_U_PREDICTED,
     NGX_HTTP_PREFIX_ROUTE_U_REUSABLE,
+    NGX_HTTP_PREFIX_ROUTE_U_PREDICTED_TOKENS,
+    NGX_HTTP_PREFIX_ROUTE_U_REPORTED_TOKENS,
     NGX_HTTP_PREFIX_ROUTE_U_SHADOW,
     NGX_HTTP_PREFIX_ROUTE_U_N
 };
@@ -178,6 +180,11 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
       "shadow mode, would have chosen." },
     { "reusable", "reusable_requests_total", "counter",
       "Requests of which a usable peer held a prefix." },
+    { "predicted_tokens", "predicted_cached_tokens_total", "counter",
+      "Cached tokens predicted on the peers prefix_route chose (in shadow "
+      "mode, would have chosen), for the responses that reported usage." },
+    { "reported_tokens", "reported_prompt_tokens_total", "counter",
+      "Prompt tokens of the same responses." },
     { "shadow", "shadow", "gauge",
       "1: shadow mode, the balancer configured before prefix_route "
       "chooses; 0: prefix_route chooses." }
@@ -499,6 +506,9 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS] = sh->evictions;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN] = sh->forgotten;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_CAPPED] = sh->capped;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_PREDICTED_TOKENS] =
+                                                        sh->predicted_tokens;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_REPORTED_TOKENS] = sh->reported_tokens;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_INDEX_BYTES] =
                                ngx_http_prefix_route_index_bytes(&prcf->index);
 

@@ -616,7 +616,8 @@ def feedback_of(fleet):
             "feedback_over", "feedback_dropped", "reported_prompt_tokens",
             "reported_cached_tokens", "predicted_cached_tokens")
     ukeys = ("prompt_bytes", "matched_bytes", "predicted_bytes",
-             "longest_bytes", "reusable")
+             "longest_bytes", "reusable", "predicted_tokens",
+             "reported_tokens")
     tot = dict.fromkeys(keys + ukeys, 0)
     ratios = []
     for url in fleet.urls:
@@ -639,6 +640,10 @@ def feedback_of(fleet):
             "index_matched": tot["matched_bytes"] / pb if pb else None,
             "index_predicted": tot["predicted_bytes"] / pb if pb else None,
             "index_longest": tot["longest_bytes"] / pb if pb else None,
+            # the same choices' predicted cached tokens, in the engines'
+            # tokens (usage), over the prompt tokens reported
+            "tokens_predicted": tot["predicted_tokens"]
+            / tot["reported_tokens"] if tot["reported_tokens"] else None,
             "agreed": tot["feedback_agreed"] / n if n else None,
             "predicted": tot["predicted_cached_tokens"] / prompt
             if prompt else None,
@@ -1097,14 +1102,15 @@ def shadow_report(summary):
         if not sh or not pr or not sh.get("feedback"):
             continue
         f = sh["feedback"]
-        pred, real = f.get("index_predicted"), pr.get("hit_rate")
+        pred, real = f.get("tokens_predicted"), pr.get("hit_rate")
         if pred is None or real is None:
             continue
         d = pred - real
-        out.append("| %s | %s | %s | %s | %s | %s | %+.3f | %s |\n" % (
+        out.append("| %s | %s | %s | %s | %s | %s | %s | %+.3f | %s |\n" % (
             wl, fmt(sh["hit_rate"], "%.3f"), fmt(f.get("index_matched"),
                                                   "%.3f"),
-            fmt(f.get("index_longest"), "%.3f"), fmt(pred, "%.3f"),
+            fmt(f.get("index_longest"), "%.3f"),
+            fmt(f.get("index_predicted"), "%.3f"), fmt(pred, "%.3f"),
             fmt(real, "%.3f"), d,
             "met" if abs(d) <= SHADOW_TARGET else "**missed**"))
     if not out:
@@ -1113,14 +1119,17 @@ def shadow_report(summary):
             "`prefix_route ... shadow` over round robin: round robin routes, "
             "prefix_route indexes and predicts. *engine*: the hit rate the "
             "engines reported under round robin; *index, current*: the "
-            "share of prompt bytes the chosen servers held, as the index "
-            "saw it; *best*: the share the best server held; *predicted*: "
-            "the share prefix_route's choice would have held; *routed*: the "
+            "share of prompt bytes (at most `max_prefix` a prompt) the "
+            "chosen servers held, as the index saw it; *best*: the share "
+            "the best server held; *predicted, bytes*: the share "
+            "prefix_route's choice would have held; *predicted*: the same "
+            "in the engines' tokens, over the prompt tokens they reported "
+            "(status `predicted_tokens / reported_tokens`); *routed*: the "
             "engines' hit rate when prefix_route routed the same workload "
             "(the row above). Target: predicted within %.2f of routed.\n\n"
-            "| workload | engine | index, current | best | predicted "
-            "| routed | predicted - routed | target |\n"
-            "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
+            "| workload | engine | index, current | best | predicted, bytes "
+            "| predicted | routed | predicted - routed | target |\n"
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
             % SHADOW_TARGET + "".join(out) + "\n")
 
 
