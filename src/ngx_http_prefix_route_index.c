@@ -205,10 +205,6 @@ ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
 
     sh->shift = 64 - bits;
 
-    /* an entry and a holder a pair, as most blocks have one holder */
-    sh->room = (shpool->end - shpool->start)
-               / (sizeof(ngx_http_prefix_route_entry_t)
-                  + sizeof(ngx_http_prefix_route_holder_t));
     sh->secret = ((uint64_t) ngx_random() << 32 ^ (uint64_t) ngx_random()
                   ^ (uint64_t) ngx_time());
     sh->nslots = 16;
@@ -221,6 +217,14 @@ ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
     if (sh->buckets == NULL || sh->workers == NULL || sh->slots == NULL) {
         return NGX_ERROR;
     }
+
+    /*
+     * the pages left for entries and holders, a pair a block as most
+     * blocks have one holder
+     */
+    sh->room = shpool->pfree * ngx_pagesize
+               / (sizeof(ngx_http_prefix_route_entry_t)
+                  + sizeof(ngx_http_prefix_route_holder_t));
 
     sh->layout = NGX_HTTP_PREFIX_ROUTE_LAYOUT;
     sh->nworkers = nworkers;
