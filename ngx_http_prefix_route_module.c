@@ -182,6 +182,8 @@ static ngx_int_t ngx_http_prefix_route_variable(ngx_http_request_t *r,
 static void *ngx_http_prefix_route_create_conf(ngx_conf_t *cf);
 static char *ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static ngx_int_t ngx_http_prefix_route_percent(ngx_str_t *value,
+    size_t skip);
 static char *ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static char *ngx_http_prefix_route_salt(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -2306,11 +2308,7 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
         if (ngx_strncmp(value[i].data, "tenant_share=", 13) == 0) {
 
-            n = NGX_ERROR;
-
-            if (value[i].data[value[i].len - 1] == '%') {
-                n = ngx_atoi(value[i].data + 13, value[i].len - 14);
-            }
+            n = ngx_http_prefix_route_percent(&value[i], 13);
 
             if (n < 1 || n > 100) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
@@ -2331,13 +2329,9 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
         if (ngx_strncmp(value[i].data, "max_load=", 9) == 0) {
 
-            n = NGX_ERROR;
+            n = ngx_http_prefix_route_percent(&value[i], 9);
 
-            if (value[i].data[value[i].len - 1] == '%') {
-                n = ngx_atoi(value[i].data + 9, value[i].len - 10);
-            }
-
-            if (n == NGX_ERROR || n < 100 || n > 10000) {
+            if (n < 100 || n > 10000) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid max_load \"%V\", it must be "
                                    "a percentage from 100%% to 10000%%, "
@@ -2458,6 +2452,22 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                   |NGX_HTTP_UPSTREAM_BACKUP;
 
     return NGX_CONF_OK;
+}
+
+
+/*
+ * The percentage after the first "skip" bytes of a parameter, with its
+ * sign: "max_load=150%" gives 150.  Returns NGX_ERROR when it is not one.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_percent(ngx_str_t *value, size_t skip)
+{
+    if (value->len <= skip + 1 || value->data[value->len - 1] != '%') {
+        return NGX_ERROR;
+    }
+
+    return ngx_atoi(value->data + skip, value->len - skip - 1);
 }
 
 
