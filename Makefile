@@ -157,9 +157,12 @@ unit-test: all $(UNIT_TESTS)
 
 # The suite runs under the real Test::Nginx::Socket when it is installed,
 # else under the runner bundled in t/lib.
+# TEST_NGINX_LIB=dir: the real Test::Nginx (openresty/test-nginx's lib/)
+# in place of the runner of t/lib; an installed one is used by default
 nginx-test: all $(NGINX_BIN)
 	@inc="-I t/lib"; \
 	if perl -MTest::Nginx::Socket -e 1 2>/dev/null; then inc=""; fi; \
+	if [ -n "$(TEST_NGINX_LIB)" ]; then inc="-I $(TEST_NGINX_LIB)"; fi; \
 	export TEST_NGINX_BINARY=$(NGINX_BIN); \
 	export TEST_NGINX_MODULE=$(CURDIR)/$(MODULE); \
 	$(PROVE) $$inc t/ | tee $(BUILD)/nginx-test.log

@@ -265,16 +265,24 @@ no live upstreams
 
 
 === TEST 12: then, with both servers disabled, 502 at once with "no live upstreams"
-The same nginx as the previous test (no --- config: it keeps running).
+The first request finds both servers refusing (two attempts, as in TEST
+11) and disables them; the second tries none: a single 502, from the
+upstream's name rather than a server's address, as nginx reports "no
+live upstreams".
+--- http_config eval
+::upstream("1 max_fails=1 fail_timeout=10s", "2 max_fails=1 fail_timeout=10s")
+--- config eval
+::proxy(add => 'add_header X-Upstream-Status $upstream_status always; '
+             . 'add_header X-Upstream-Addr $upstream_addr always;')
 --- request eval
-"POST /v1/chat/completions\n" . main::chat(2)
---- error_code: 502
---- response_headers_like
-X-Upstream-Status: 502
---- error_log
-no live upstreams while connecting to upstream
+["POST /v1/chat/completions\n" . main::chat(1),
+ "POST /v1/chat/completions\n" . main::chat(2)]
+--- error_code eval
+[502, 502]
+--- response_headers_like eval
+["X-Upstream-Status: 502, 502\nX-Upstream-Addr: 127\\.0\\.0\\.1:\\d+, 127\\.0\\.0\\.1:\\d+",
+ "X-Upstream-Status: 502\nX-Upstream-Addr: llm"]
 --- no_error_log
-connect() failed
 [alert]
 [crit]
 
