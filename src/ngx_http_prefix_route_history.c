@@ -10,10 +10,14 @@
 #include "ngx_http_prefix_route_history.h"
 
 
-/* a chart: px, 3 a sample, and its series' colours */
+/*
+ * a chart: px, its series' colours, and the fewest intervals its time axis
+ * spans (3 minutes): it grows with the samples taken, up to all of them
+ */
 #define NGX_HTTP_PREFIX_ROUTE_CHART_W      540
 #define NGX_HTTP_PREFIX_ROUTE_CHART_H      90
 #define NGX_HTTP_PREFIX_ROUTE_COLOURS      8
+#define NGX_HTTP_PREFIX_ROUTE_CHART_SPAN   18
 
 /* bytes a chart's series takes at most: " L540.0 90.0" a point */
 #define NGX_HTTP_PREFIX_ROUTE_SERIES_SIZE                                    \
@@ -118,7 +122,7 @@ ngx_http_prefix_route_history_size(ngx_uint_t npeers, size_t names)
     /* 3 + 4 series and a server's twice, their legends, the charts' text */
 
     return (7 + 2 * npeers) * NGX_HTTP_PREFIX_ROUTE_SERIES_SIZE
-           + 2 * 6 * names + 4 * 1024;
+           + 2 * 6 * names + 8 * 1024;
 }
 
 
@@ -245,7 +249,7 @@ ngx_http_prefix_route_history_chart(u_char *p,
 {
     double      v, max, x, y;
     ngx_str_t  *l;
-    ngx_uint_t  j, k, gap;
+    ngx_uint_t  j, k, gap, span;
 
     max = (chart == NGX_HTTP_PREFIX_ROUTE_CHART_HIT) ? 100 : 0;
 
@@ -256,9 +260,7 @@ ngx_http_prefix_route_history_chart(u_char *p,
         }
     }
 
-    p = ngx_sprintf(p, "<figure><figcaption><b>%s</b> (max %.1f%s, last "
-                       "%ui min)", title, max, unit,
-                    (h->n - 1) * NGX_HTTP_PREFIX_ROUTE_INTERVAL / 60);
+    p = ngx_sprintf(p, "<figure><figcaption><b>%s</b>", title);
 
     for (k = 0; k < nseries; k++) {
         l = labels ? &labels[k] : names[k];
@@ -278,6 +280,20 @@ ngx_http_prefix_route_history_chart(u_char *p,
                     NGX_HTTP_PREFIX_ROUTE_CHART_W,
                     NGX_HTTP_PREFIX_ROUTE_CHART_H);
 
+    span = ngx_max(h->n - 1, NGX_HTTP_PREFIX_ROUTE_CHART_SPAN);
+
+    /* the axes' ends: the largest value at the top, the time span below */
+
+    p = ngx_sprintf(p, "<g font-size=\"10\" font-family=\"sans-serif\" "
+                       "fill=\"#777\"><text x=\"2\" y=\"10\">%.1f%s"
+                       "</text><text x=\"2\" y=\"%d\">-%ui min</text>"
+                       "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">"
+                       "now</text></g>",
+                    max, unit, NGX_HTTP_PREFIX_ROUTE_CHART_H - 2,
+                    span * NGX_HTTP_PREFIX_ROUTE_INTERVAL / 60,
+                    NGX_HTTP_PREFIX_ROUTE_CHART_W - 2,
+                    NGX_HTTP_PREFIX_ROUTE_CHART_H - 2);
+
     for (k = 0; k < nseries; k++) {
         p = ngx_sprintf(p, "<path fill=\"none\" stroke=\"%s\" d=\"",
                         ngx_http_prefix_route_colours[
@@ -292,11 +308,11 @@ ngx_http_prefix_route_history_chart(u_char *p,
                 continue;
             }
 
-            /* the newest at the right edge, 3 px a sample */
+            /* the newest at the right edge */
 
             x = NGX_HTTP_PREFIX_ROUTE_CHART_W
                 - (double) (h->n - 1 - j) * NGX_HTTP_PREFIX_ROUTE_CHART_W
-                  / NGX_HTTP_PREFIX_ROUTE_SAMPLES;
+                  / span;
             y = NGX_HTTP_PREFIX_ROUTE_CHART_H
                 - (max > 0 ? v / max : 0) * (NGX_HTTP_PREFIX_ROUTE_CHART_H - 2)
                 - 1;

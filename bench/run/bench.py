@@ -506,12 +506,14 @@ def replay_caches(path, n, pooled=False, kv_blocks=KV_BLOCKS,
 
 def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
             n_backends, raw_dir, nginx_ports=None, backend_ports=None,
-            restart_at=None, records=None, direct=0, direct_to=0):
+            restart_at=None, records=None, direct=0, direct_to=0,
+            hold=None):
     """One workload through one balancer; restart_at (wall s after the
     start): the first backend restarts then (POST /sim/restart); records:
     write every request's record there; direct: the share of requests
     sent straight to a random backend, past nginx, one of the first
-    direct_to (0: any)."""
+    direct_to (0: any); hold: called with the fleet after the replay,
+    before it stops (bench.py serve)."""
     scale = spec["scale"]
     n_nginx = BALANCERS[balancer][2]
     rundir = os.path.join(workdir, "%s-%s" % (wl_name, balancer))
@@ -556,6 +558,8 @@ def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
                          for i in range(n_nginx))
         fb = feedback_of(fleet) if "prefix_route" in BALANCERS[balancer][1] \
             else None
+        if hold:
+            hold(fleet)
     finally:
         fleet.stop()
     with open(out) as f:
@@ -1352,6 +1356,44 @@ def cmd_demo(a):
 
 
 # ---------------------------------------------------------------------------
+# serve: a fleet after a replay, held for a command (t/browser/status-page)
+
+def cmd_serve(a):
+    if a.command[:1] == ["--"]:
+        a.command = a.command[1:]
+    if not a.command:
+        raise RuntimeError("no command to run")
+    spec = WORKLOADS[a.workload]
+    if a.time_scale:
+        spec = dict(spec, scale=a.time_scale)
+    path = generate(a.workload, spec, quiet=True)
+    workdir = tempfile.mkdtemp(prefix="prefix-route-serve.")
+    procs = Procs()
+    rc = []
+
+    def hold(fleet):
+        # the charts' last interval sampled (every 10 s, by the 1 s sweep)
+        time.sleep(a.settle)
+        env = dict(os.environ, PREFIX_ROUTE_STATUS_URL=fleet.urls[0]
+                   + "/prefix-route-status")
+        rc.append(subprocess.call(a.command, env=env))
+
+    try:
+        res = run_one(procs, a, workdir, a.workload, spec, path, a.balancer,
+                      a.port_base, spec.get("backends", BACKENDS), workdir,
+                      hold=hold)
+    finally:
+        procs.stop()
+        subprocess.call(["rm", "-rf", workdir])
+    if res.get("errors"):
+        print("serve: %d of %d requests failed" % (res["errors"],
+                                                  res["requests"]),
+              file=sys.stderr)
+        return 1
+    return rc[0] if rc else 1
+
+
+# ---------------------------------------------------------------------------
 # estimate: the load of a workload on N backends from the simulator's
 # capacity, under round robin, without running anything
 
@@ -1782,6 +1824,22 @@ def main():
     sp.add_argument("--restart", action=argparse.BooleanOptionalAction,
                     default=True, help="the restart runs too")
 
+    sp = sub.add_parser("serve", help="replay a workload through a "
+                                      "balancer, then run a command while "
+                                      "the fleet still runs, with "
+                                      "PREFIX_ROUTE_STATUS_URL set")
+    common(sp)
+    sp.add_argument("--balancer", default="shadow", choices=BALANCERS)
+    sp.add_argument("--workload", default="multi-turn-light",
+                    choices=[w for w in WORKLOADS
+                             if not WORKLOADS[w].get("trace")])
+    sp.add_argument("--time-scale", type=float,
+                    help="wall s a model s (default: the workload's)")
+    sp.add_argument("--settle", type=float, default=11.0,
+                    help="wall s between the replay and the command")
+    sp.add_argument("--port-base", type=int, default=21000)
+    sp.add_argument("command", nargs=argparse.REMAINDER)
+
     sp = sub.add_parser("report", help="bench.md and the plots again from "
                                        "bench.json")
     sp.add_argument("--out", default=RESULTS, help="results directory")
@@ -1798,14 +1856,15 @@ def main():
     a = p.parse_args()
     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(s, on_signal)
-    if a.cmd in ("bench", "demo", "hotspot", "feedback"):
+    if a.cmd in ("bench", "demo", "hotspot", "feedback", "serve"):
         a.module = os.path.abspath(a.module)
         if not os.path.exists(a.module):
             raise SystemExit("no module at %s: run make first" % a.module)
     try:
         return {"bench": cmd_bench, "demo": cmd_demo, "report": cmd_report,
                 "estimate": cmd_estimate, "hotspot": cmd_hotspot,
-                "feedback": cmd_feedback, "probes": cmd_probes}[a.cmd](a)
+                "feedback": cmd_feedback, "probes": cmd_probes,
+                "serve": cmd_serve}[a.cmd](a)
     except (RuntimeError, subprocess.CalledProcessError) as e:
         print("%s: %s" % (a.cmd, e), file=sys.stderr)
         return 1
