@@ -68,51 +68,29 @@ typedef struct {
 
 /*
  * Chooses a server for a prompt of "len" bytes among the usable
- * candidates "c" (docs/design.md, "Choosing a server").
+ * candidates "c"; docs/design.md, "Choosing a server", gives the model,
+ * its sources and why.
  *
- * policy=ttft: the cost is the estimated time to first token on each
- * server plus the prefill the fleet would redo there, in bytes of prompt:
+ * policy=ttft: the lowest cost, in bytes of prompt, among the servers
+ * with room under the load bound (max_load percent of the weighted mean
+ * of requests in flight, plus 2; the least loaded always has room):
  *
  *     ttft = (queued + len - match)
  *            * STEP_TOKENS / (STEP_TOKENS - decoding) / weight
  *     cost = ttft + affinity / 100 * (longest - match)
  *
- * The queue is the prefill of the requests sent there that have not begun
- * to answer (a streamed answer begins when its prefill ends); the request
- * waits behind it and then computes what the server does not hold
- * (NVIDIA Dynamo's KV router scores the same two terms).  Requests
- * decoding take one token each of every step's budget, which vLLM's
- * chunked-prefill scheduler gives to running requests first, so they slow
- * the prefill by STEP_TOKENS / (STEP_TOKENS - decoding) (at most 2x).
- * "longest" is the longest match among the usable servers: a server
- * without it recomputes the difference, GPU time lost to every request
- * that queues there later, which affinity weighs against the request's
- * own wait (1 by default: a byte recomputed costs what a byte waited).
- * Only servers with room under the load bound may win: a server's
- * requests in flight, this one included, at most max_load percent of the
- * weighted mean rounded up, plus 2 ("consistent hashing with bounded
- * loads", Mirrokni, Thorup and Zadimoghaddam, 2018); the least loaded
- * always has room.  Costs within max(slack, 1/8 of the lowest) of the
- * lowest are equal.  Among them, those whose share of the index is at
- * most max_load percent of the mean (SGLang's router sends a request
- * nothing matches to the worker with the smallest tree; here a bound, as
- * for the load), then the highest rank wins: new prompts spread over an
- * idle fleet, and nginx instances that see similar loads agree.
+ * "longest" is the longest match among the usable servers.  Costs within
+ * max(slack, 1/8 of the lowest) of the lowest are equal; among them a
+ * server whose share of the index is at most max_load percent of the
+ * mean, then the highest rank wins.  "expect": bytes the usable server of
+ * the highest rank is expected to hold of a conversation another nginx
+ * instance placed (its first answer unknown here), when the index knows
+ * less there; 0: no guess.
  *
- * "expect" is a guess for a conversation this nginx instance has not
- * seen (no usable server is known to hold its first answer): another
- * instance placed its earlier turns, on an idle enough fleet where the
- * rank of its first turn put them, so the usable server of the highest
- * rank is expected to hold "expect" bytes (up to the last answer) when
- * the index knows less there.  The guess enters the estimates, nothing
- * else: a busy server still loses, and with one instance it applies only
- * to conversations the index has forgotten or never saw.  0: no guess.
- *
- * policy=cache_aware, the simple rule of SGLang's router, AIBrix and
- * Omni-Infer's nginx module, kept as a baseline: when the servers'
- * requests in flight differ by more than 15, the least outstanding prompt
- * bytes; otherwise the longest match, ties to the least outstanding
- * bytes, then the highest rank.  It sets cost to the outstanding bytes.
+ * policy=cache_aware, the simple rule kept as a baseline: when the
+ * servers' requests in flight differ by more than 15, the least
+ * outstanding prompt bytes; otherwise the longest match, ties to the
+ * least outstanding bytes, then the highest rank.  cost = outstanding.
  *
  * Returns the index of the chosen candidate, or NGX_ERROR (-1) when none
  * is usable.

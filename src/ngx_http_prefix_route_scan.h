@@ -15,7 +15,7 @@
 
 
 /*
- * The fast path from body to canonical prompt (issue 13): one pass over
+ * The fast path from body to canonical prompt: one pass over
  * the body's bytes, no tree, for a chat body (OpenAI Chat Completions or
  * Anthropic Messages): messages with any members, content as a string or
  * text parts, tools, functions and system.  It writes what

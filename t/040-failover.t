@@ -291,7 +291,7 @@ live upstreams".
 === TEST 13: a response that is not 2xx leaves no prefix recorded: the same prompt is a MISS again, then a HIT after a 200
 The server answers an unknown path with 404, as an engine answers a path or
 model it does not serve: it never processed the prompt, so the index must
-not believe it holds it (issue 11, fault 1).
+not believe it holds it.
 --- http_config eval
 ::upstream(1) . <<'_EOC_'
 server {

@@ -6,10 +6,11 @@
 # HUP mode: each block reloads the running nginx (master process on) instead
 # of starting a new one, so the blocks share the zone and must run in order.
 # The backends listen on fixed ports, so that their names stay the same from
-# one block to the next.  On a fresh zone with idle backends the choice is a
-# hash of the prompt and the server names: the backends written below are
-# what that gives (found by running the tests); four distinct prompts sent
-# one after another spread over the four backends.
+# one block to the next.  Where a prompt goes is whatever the choice gives;
+# the blocks check where it goes relative to where it went before:
+# %Where keeps each prompt's backend across blocks, and the
+# response_body_filters subroutines below turn a backend's answer into
+# that relation ("same", "moved"), what the block expects.
 #
 # Each block's http_config is its upstream llm and the backends b1..b4 on
 # ports 19101..19104, written with upstream() and backends() of
@@ -25,8 +26,67 @@ use PrefixRoute;
 
 $PrefixRoute::FixedPort = 19100;
 
+# each prompt's backend ("b3\n"), from the blocks before
+our %Where;
+
+# the filters for prompts @_, one per request: "alone" when no other of
+# them went to its backend, else the other's name; it remembers where
+sub spread {
+    my %seen;
+    return [map {
+        my $p = $_;
+        [sub {
+            my $b = shift;
+            my $was = $seen{$b};
+            $seen{$b} = $Where{$p} = $b;
+            return defined $was ? "with another\n" : "alone\n";
+        }]
+    } @_];
+}
+
+# remembers where prompts @_ went; the answer unchanged
+sub noted {
+    return [map { my $p = $_; [sub { $Where{$p} = $_[0] }] } @_];
+}
+
+# "same" when prompts @_ went where they went before, else where they
+# went; with a server left out ($out, "b3\n"): "moved" for a prompt that
+# was there and went elsewhere
+sub same {
+    my $out = shift // "";
+    return [map {
+        my $p = $_;
+        [sub {
+            my $b = shift;
+            return $b eq $Where{$p} ? "same\n"
+                   : $Where{$p} eq $out && $b ne $out ? "moved\n"
+                   : "went to $b, was on $Where{$p}";
+        }]
+    } @_];
+}
+
 add_block_preprocessor(sub {
     my $block = shift;
+
+    # --- without_server_of: P: the upstream without the backend that got
+    # prompt P in the blocks before; P is then a MISS, the others HITs
+    if (defined(my $p = $block->without_server_of)) {
+        $p =~ s/\s+//g;
+        my ($out) = $Where{$p} =~ /^b(\d)/;
+        my @order = qw(A B C D);
+        $block->set_value(http_config =>
+            ::upstream("zone=llm:2m", grep { $_ != $out } 1 .. 4)
+            . ::backends(1 .. 4));
+        $block->set_value(response_headers_like => [map {
+            $Where{$_} eq "b$out\n" ? "X-Prefix-Route: MISS 0 \\d+"
+                                     : "X-Prefix-Route: HIT [1-9]\\d* \\d+"
+        } @order]);
+        $block->set_value(response_body_filters => same("b$out\n", @order));
+        $block->set_value(response_body => [map {
+            $Where{$_} eq "b$out\n" ? "moved\n" : "same\n"
+        } @order]);
+    }
+
     $block->set_value(main_config => $LoadModule) unless defined $block->main_config;
     $block->set_value(init => "PrefixRoute::wait_for_old_workers();") unless defined $block->init;
     $block->set_value(config => proxy()) unless defined $block->config;
@@ -54,8 +114,10 @@ __DATA__
 [map { main::chat($_) } qw(A B C D)]
 --- response_headers_like eval
 [("X-Prefix-Route: MISS 0 \\d+") x 4]
+--- response_body_filters eval
+main::spread(qw(A B C D))
 --- response_body eval
-["b1\n", "b2\n", "b4\n", "b3\n"]
+[("alone\n") x 4]
 
 
 
@@ -65,46 +127,49 @@ __DATA__
 [map { main::chat($_) } qw(D C B A)]
 --- response_headers_like eval
 [("X-Prefix-Route: HIT [1-9]\\d* \\d+") x 4]
+--- response_body_filters eval
+main::same(undef, qw(D C B A))
 --- response_body eval
-["b3\n", "b4\n", "b2\n", "b1\n"]
+[("same\n") x 4]
 
 
 
 === TEST 3: a new zone size starts an empty index: D, C, B, A are MISSes
 The same requests as the previous test on an empty index are MISSes, which
 shows that the previous test's HITs came from the index kept across the
-reload; on an idle fleet they go by their rank and each backend's share
-of the index, in this order: D first now.
+reload; where they go now is noted for the next tests.
 --- http_config eval: ::upstream("zone=llm:2m", 1 .. 4) . ::backends(1 .. 4)
 --- request eval
 [map { main::chat($_) } qw(D C B A)]
 --- response_headers_like eval
 [("X-Prefix-Route: MISS 0 \\d+") x 4]
---- response_body eval
-["b3\n", "b2\n", "b1\n", "b1\n"]
+--- response_body_filters eval
+main::noted(qw(D C B A))
+--- response_body_like eval
+[("^b[1-4]\n\\z") x 4]
 
 
 
 === TEST 4: after a reload with the server list reordered, the prompts are HITs on the same backends
 Servers are known by their address, not their position: A, B, C, D go
-where the previous test sent them (b1, b1, b2, b3).
+where the previous test sent them.
 --- http_config eval: ::upstream("zone=llm:2m", 3, 1, 4, 2) . ::backends(1 .. 4)
 --- request eval
 [map { main::chat($_) } qw(A B C D)]
 --- response_headers_like eval
 [("X-Prefix-Route: HIT [1-9]\\d* \\d+") x 4]
+--- response_body_filters eval
+main::same(undef, qw(A B C D))
 --- response_body eval
-["b1\n", "b1\n", "b2\n", "b3\n"]
+[("same\n") x 4]
 
 
 
-=== TEST 5: after a reload without one server, its prompt is a MISS elsewhere and the others stay HITs
-D was on b3, which is gone: it is a MISS on another backend; A, B, C stay
-on b1, b1, b2.
---- http_config eval: ::upstream("zone=llm:2m", 1, 2, 4) . ::backends(1 .. 4)
+=== TEST 5: after a reload without one server, its prompts are MISSes elsewhere and the others stay HITs
+The upstream leaves out the backend D went to: D (and any prompt that
+went there too) is a MISS on another backend; the others stay HITs where
+they were (the block's checks are written by the preprocessor, from
+where the prompts went).
+--- without_server_of: D
 --- request eval
 [map { main::chat($_) } qw(A B C D)]
---- response_headers_like eval
-[("X-Prefix-Route: HIT [1-9]\\d* \\d+") x 3, "X-Prefix-Route: MISS 0 \\d+"]
---- response_body_like eval
-["^b1\n\\z", "^b1\n\\z", "^b2\n\\z", "^b[124]\n\\z"]

@@ -3,7 +3,7 @@
 # the $prefix_route_length that docs/design.md "The canonical prompt" gives)
 # or balanced by round robin (BYPASS); the module logs at most one line per
 # request, at info level, never an error, and never any prompt text, at any
-# log level (issue 4, part 1).
+# log level.
 #
 # The backends b1..b4 echo the body they receive (so a response body equal
 # to the request body plus "\n" says the body reached the backend unchanged)

@@ -1,4 +1,4 @@
-# The zone under pressure from requests in flight (issue 9, F1 and F3):
+# The zone under pressure from requests in flight:
 # when the zone is full, counting a request must not free index entries a
 # request is using, and every request in flight must be counted, whatever
 # the zone holds.  What the module did before:

@@ -5,7 +5,7 @@
 
 
 /*
- * The speed of the stage from body to hashes, alone (issue 13: "measure
+ * The speed of the stage from body to hashes, alone ("measure
  * first"): for each body file given, the whole stage,
  * ngx_http_prefix_route_extract(), over the body in one memory buffer,
  * then its three parts apart: jansson's parse (json_loadb()), the

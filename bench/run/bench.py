@@ -24,6 +24,7 @@ import datetime
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -118,47 +119,60 @@ WORKLOADS = collections.OrderedDict([
 TARGET_WORKLOADS = ("multi-turn", "shared-prefix", "mooncake", "mooncake-8",
                     "mixed-output")
 
-# name: (title, the balancing line, nginx instances); prefix_route's line
-# is completed by nginx_conf() with the zone and the capacity, times
-# CAPACITY_X[name] when the balancer is there
+# The balancers, by name: the title in the reports, the balancing line of
+# the upstream block (prefix_route's completed by nginx_conf() with the
+# zone and its capacity, the servers' cache times capacity_x), the nginx
+# instances in front of the backends, and whether prefix_route_probe
+# reads the simulators' /metrics every PROBE_INTERVAL_S of model time
+# (scaled with the workload, as every latency).  prefix_route: whether the
+# module routes or watches, for its figures (status, feedback).
+Balancer = collections.namedtuple(
+    "Balancer", "title upstream instances capacity_x probe",
+    defaults=(1, 1, False))
+
 BALANCERS = collections.OrderedDict([
-    ("round_robin", ("round robin", "", 1)),
-    ("least_conn", ("least_conn", "least_conn;", 1)),
-    ("random_two", ("random two least_conn", "random two least_conn;", 1)),
-    ("hash_session", ("hash $http_x_session consistent",
-                      "hash $http_x_session consistent;", 1)),
-    ("cache_aware", ("prefix_route policy=cache_aware (simple rule)",
-                     "prefix_route policy=cache_aware", 1)),
-    ("prefix_route", ("prefix_route", "prefix_route", 1)),
-    ("prefix_route_x3", ("prefix_route, 3 nginx instances",
-                         "prefix_route instances=3", 3)),
+    ("round_robin", Balancer("round robin", "")),
+    ("least_conn", Balancer("least_conn", "least_conn;")),
+    ("random_two", Balancer("random two least_conn",
+                            "random two least_conn;")),
+    ("hash_session", Balancer("hash $http_x_session consistent",
+                              "hash $http_x_session consistent;")),
+    ("cache_aware", Balancer("prefix_route policy=cache_aware (simple rule)",
+                             "prefix_route policy=cache_aware")),
+    ("prefix_route", Balancer("prefix_route", "prefix_route")),
+    ("prefix_route_x3", Balancer("prefix_route, 3 nginx instances",
+                                 "prefix_route instances=3", 3)),
     # round robin routes; prefix_route indexes and predicts (shadow mode)
-    ("shadow", ("round robin, prefix_route shadow", "prefix_route shadow",
-                1)),
+    ("shadow", Balancer("round robin, prefix_route shadow",
+                        "prefix_route shadow")),
     # make bench-feedback: the index corrected by the engines' usage
-    ("prefix_route_correct", ("prefix_route feedback=correct",
-                              "prefix_route feedback=correct", 1)),
-    ("prefix_route_x3_correct", ("prefix_route feedback=correct, 3 nginx "
-                                 "instances",
-                                 "prefix_route feedback=correct instances=3",
-                                 3)),
-    ("prefix_route_cap4", ("prefix_route, capacity= 4x the servers' cache",
-                           "prefix_route", 1)),
-    ("prefix_route_cap4_correct", ("prefix_route feedback=correct, "
-                                   "capacity= 4x the servers' cache",
-                                   "prefix_route feedback=correct", 1)),
+    ("prefix_route_correct", Balancer("prefix_route feedback=correct",
+                                      "prefix_route feedback=correct")),
+    ("prefix_route_x3_correct", Balancer(
+        "prefix_route feedback=correct, 3 nginx instances",
+        "prefix_route feedback=correct instances=3", 3)),
+    ("prefix_route_cap4", Balancer(
+        "prefix_route, capacity= 4x the servers' cache", "prefix_route",
+        capacity_x=4)),
+    ("prefix_route_cap4_correct", Balancer(
+        "prefix_route feedback=correct, capacity= 4x the servers' cache",
+        "prefix_route feedback=correct", capacity_x=4)),
     # make bench-probes: the engines' metrics pages read by nginx
-    ("prefix_route_probe", ("prefix_route with prefix_route_probe",
-                            "prefix_route", 1)),
-    ("prefix_route_x3_probe", ("prefix_route with prefix_route_probe, 3 "
-                               "nginx instances", "prefix_route instances=3",
-                               3)),
+    ("prefix_route_probe", Balancer("prefix_route with prefix_route_probe",
+                                    "prefix_route", probe=True)),
+    ("prefix_route_x3_probe", Balancer(
+        "prefix_route with prefix_route_probe, 3 nginx instances",
+        "prefix_route instances=3", 3, probe=True)),
 ])
-CAPACITY_X = {"prefix_route_cap4": 4, "prefix_route_cap4_correct": 4}
-# these balancers probe the simulators' /metrics every PROBE_INTERVAL_S of
-# model time (the interval is scaled with the workload, as every latency)
-PROBED = ("prefix_route_probe", "prefix_route_x3_probe")
 PROBE_INTERVAL_S = 1.0
+
+
+def uses_module(balancer):
+    """Whether the balancer's upstream has prefix_route (routing or in
+    shadow mode): it has a zone, a status page and feedback figures."""
+    return BALANCERS[balancer].upstream.startswith("prefix_route")
+
+
 # make bench runs these unless told otherwise
 BENCH_BALANCERS = ("round_robin", "least_conn", "random_two", "hash_session",
                    "cache_aware", "prefix_route", "prefix_route_x3", "shadow")
@@ -273,16 +287,16 @@ def tail(path, n=20):
 
 def nginx_conf(workdir, module, port, backend_ports, balancer, zone,
                workers=2, scale=1.0):
-    method = BALANCERS[balancer][1]
-    if method.startswith("prefix_route"):
+    bal = BALANCERS[balancer]
+    method = bal.upstream
+    if uses_module(balancer):
         # capacity: the bytes of prompt a backend caches (README: tokens x
         # 4): 28,672 blocks x 16 tokens x 4 bytes
         method = method.replace("prefix_route", "prefix_route zone=%s:32m "
                                 "capacity=%dk" % (zone, KV_BLOCKS * 16 * 4
                                                   // 1024
-                                                  * CAPACITY_X.get(balancer,
-                                                                   1))) + ";"
-    if balancer in PROBED:
+                                                  * bal.capacity_x)) + ";"
+    if bal.probe:
         ms = max(10, int(PROBE_INTERVAL_S * scale * 1000))
         method += ("\n        prefix_route_probe interval=%dms timeout=%dms;"
                    % (ms, max(100, 2 * ms)))
@@ -326,6 +340,10 @@ http {
         }
         location = /prefix-route-status {
             prefix_route_status;
+        }
+        # the harness's check that nginx is up (Fleet)
+        location = /health {
+            return 204;
         }
     }
 }
@@ -410,7 +428,9 @@ def generate(name, spec, quiet=False):
     argsfile = path + ".args"
     import hashlib
     h = hashlib.sha256()
-    for src in (WORKLOAD, SIM):
+    import glob
+    for src in [WORKLOAD] + sorted(glob.glob(os.path.join(TOP, "bench", "sim",
+                                                          "*.py"))):
         with open(src, "rb") as f:
             h.update(f.read())
     want = json.dumps([spec["gen"], h.hexdigest()[:16]])
@@ -446,62 +466,32 @@ def replay_caches(path, n, pooled=False, kv_blocks=KV_BLOCKS,
     """Feed a workload, in order of t and each request alone, through n
     backends' caches taken in turn (round robin), or through one pooled
     cache of n x kv_blocks (pooled, as `llmsim.py bound`), with the
-    simulator's own template, hashes and eviction.  Returns the hit rate,
+    simulator's own cache model (llmsim.replay).  Returns the hit rate,
     the prefill work (model seconds) and each request's TTFT without
     queueing: ceil(uncached / budget) steps of overhead_ms plus
     us_per_token per uncached token, on the simulator's defaults."""
     import llmsim
     from loadgen import dist, cdf
-    ns = argparse.Namespace(served_model_name=None, default_max_tokens=128,
-                            max_model_len=0)
-    items = []
     with open(path) as f:
-        for line in f:
-            if line.strip():
-                o = json.loads(line)
-                items.append((o["t"], o["body"]))
-    items.sort(key=lambda o: o[0])
+        items = [json.loads(line) for line in f if line.strip()]
     caches = [llmsim.PrefixCache(kv_blocks * (n if pooled else 1))
               for _ in range(1 if pooled else n)]
     work = 0.0
     q = h = 0
     ttft = []
-    BT = llmsim.BLOCK_TOKENS
-    for i, (_, body) in enumerate(items):
-        ns.served_model_name = [body.get("model")]
-        kind = "chat" if "messages" in body else "completion"
-        r = llmsim.parse_request(kind, body, ns)
-        c = caches[i % len(caches)]
-        limit = min(len(r.hashes), (r.L - 1) // BT)
-        k = c.lookup(r.hashes, limit)
-        hit = r.hashes[:k]
-        need = -(-(r.L + r.n_out) // BT) - k
+    for r, fit in llmsim.replay(items, caches):
         q += r.L
-        if c.available(hit) < need:
+        if not fit:
             continue
-        h += k * BT
-        u = r.L - k * BT
+        h += r.hit
+        u = r.L - r.hit
         t = -(-u // budget) * overhead_ms / 1e3 + u * us_per_token / 1e6
         work += t
         ttft.append(1e3 * t)
-        c.acquire(hit)
-        blocks = hit + c.allocate(need)
-        for j in range(k, len(r.hashes)):
-            if c.register(r.hashes[j]):
-                blocks[j] = r.hashes[j]
-        F = len(r.hashes)
-        nfull = (r.P + 4 * (r.n_out - 1)) // llmsim.BLOCK_BYTES
-        if nfull > F:
-            data = r.data + llmsim.reply_text(r.seed, r.n_out).encode()
-            for j, hh in enumerate(llmsim.block_hashes(
-                    data, nfull, r.salt,
-                    r.hashes[-1] if F else llmsim.ROOT_HASH, F), F):
-                if c.register(hh):
-                    blocks[j] = hh
-        c.release(blocks)
+    ts = [o["t"] for o in items]
     return {"requests": len(items), "hit_rate": h / q if q else None,
             "work_s": work, "ttft_ms": dist(ttft), "ttft_cdf_ms": cdf(ttft),
-            "span_s": items[-1][0] - items[0][0] if items else 0}
+            "span_s": max(ts) - min(ts) if ts else 0}
 
 
 def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
@@ -515,7 +505,7 @@ def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
     direct_to (0: any); hold: called with the fleet after the replay,
     before it stops (bench.py serve)."""
     scale = spec["scale"]
-    n_nginx = BALANCERS[balancer][2]
+    n_nginx = BALANCERS[balancer].instances
     rundir = os.path.join(workdir, "%s-%s" % (wl_name, balancer))
     os.makedirs(rundir, exist_ok=True)
     fleet = Fleet(procs, rundir, a.module, a.nginx, port_base, n_backends,
@@ -553,15 +543,21 @@ def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
         wall = time.monotonic() - t0
         if rc not in (0, 2):
             raise RuntimeError("loadgen failed (status %d)" % rc)
-        errlog = "".join(tail(os.path.join(rundir, "nginx%d" % i,
-                                           "error.log"), 5)
-                         for i in range(n_nginx))
-        fb = feedback_of(fleet) if "prefix_route" in BALANCERS[balancer][1] \
+        logs = [os.path.join(rundir, "nginx%d" % i, "error.log")
+                for i in range(n_nginx)]
+        errlog = "".join(tail(f, 5) for f in logs)
+        errors = logged_errors(logs)
+        fb = feedback_of(fleet) if uses_module(balancer) \
             else None
         if hold:
             hold(fleet)
     finally:
         fleet.stop()
+    if errors:
+        raise RuntimeError("nginx logged %d line(s) at level error or above "
+                           "in %s %s, e.g.\n%s" % (len(errors), wl_name,
+                                                   balancer,
+                                                   "".join(errors[:5])))
     with open(out) as f:
         res = json.load(f)
     res["balancer"] = balancer
@@ -575,6 +571,20 @@ def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
         json.dump(res, f, indent=1)
         f.write("\n")
     return res
+
+
+def logged_errors(paths):
+    """The lines of nginx error logs at level error or above: a run must
+    have none (a failure the figures alone would hide)."""
+    bad = []
+    for path in paths:
+        try:
+            with open(path, errors="replace") as f:
+                bad += [line for line in f if re.search(
+                    r"^\S+ \S+ \[(error|crit|alert|emerg)\]", line)]
+        except OSError:
+            pass
+    return bad
 
 
 def sim_restart(port):
@@ -715,7 +725,7 @@ def table(rows, bnd, names, scale):
         out.append(
             "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
             "| %s | %s (%s) | %s | %s | %s |\n" % (
-                BALANCERS[name][0] if name in BALANCERS else name,
+                BALANCERS[name].title if name in BALANCERS else name,
                 fmt(r["hit_rate"], "%.3f"),
                 fmt(r["hit_vs_bound"], "%.2f"),
                 fmt(r["hit_vs_round_robin"], "%.2fx"),
@@ -742,7 +752,7 @@ def table(rows, bnd, names, scale):
 
 
 def targets(summary):
-    """Issue 10's targets, met or missed, on every target workload."""
+    """The placement targets, met or missed, on every target workload."""
     lines = []
     for wl in TARGET_WORKLOADS:
         s = summary["workloads"].get(wl)
@@ -769,7 +779,7 @@ def targets(summary):
         if stock and pr["ttft_p90_ms"] is not None:
             best, who = min(stock)
             txt = "%.0f ms / %.0f ms (%s) = %.2f" % (
-                pr["ttft_p90_ms"], best, BALANCERS[who][0],
+                pr["ttft_p90_ms"], best, BALANCERS[who].title,
                 pr["ttft_p90_ms"] / best)
             lim = 0.5
             if fl.get("p90") is not None and fl["p90"] > best / 2:
@@ -826,7 +836,7 @@ def plots(summary, outdir, prefix=""):
         import matplotlib.ticker
     except ImportError:
         print("plots skipped: python3-matplotlib is not installed "
-              "(make bench-deps, as root)")
+              "(make check-deps, as root)")
         return []
     made = []
     wls = [w for w in summary["workloads"] if summary["workloads"][w]["rows"]]
@@ -838,8 +848,8 @@ def plots(summary, outdir, prefix=""):
             if not c:
                 continue
             ax.plot(c, [p / 100 for p in range(101)],
-                    label=BALANCERS[name][0],
-                    linestyle="--" if BALANCERS[name][2] > 1 else "-")
+                    label=BALANCERS[name].title,
+                    linestyle="--" if BALANCERS[name].instances > 1 else "-")
         fl = (s.get("bound") or {}).get("ttft_floor_cdf_ms")
         if fl:
             ax.plot(fl, [p / 100 for p in range(101)], color="black",
@@ -875,7 +885,7 @@ def plots(summary, outdir, prefix=""):
                     ys.append(v)
             ax.bar(xs, ys, width,
                    label="pooled-cache bound" if name == "bound"
-                   else BALANCERS[name][0],
+                   else BALANCERS[name].title,
                    hatch="//" if name == "bound" else None,
                    color="lightgrey" if name == "bound" else None,
                    edgecolor="black" if name == "bound" else None)
@@ -1081,7 +1091,7 @@ def write_report(summary, outdir):
         md.append(hotspot_report(summary["hotspot"]))
     t = targets(summary)
     if t:
-        md.append("## Targets (issue 10)\n\n" + t + "\n")
+        md.append("## Targets\n\n" + t + "\n")
     t = shadow_report(summary)
     if t:
         md.append(t)
@@ -1098,7 +1108,7 @@ def shadow_report(summary):
     """Shadow mode over round robin against prefix_route routing the same
     workload: the hit rate shadow mode predicts for prefix_route (the
     index's bytes) against the one the engines reported when it routed
-    (issue 15's target: within SHADOW_TARGET)."""
+    (the target: within SHADOW_TARGET)."""
     out = []
     for wl, s in summary["workloads"].items():
         sh = s["rows"].get("shadow")
@@ -1119,7 +1129,7 @@ def shadow_report(summary):
             "met" if abs(d) <= SHADOW_TARGET else "**missed**"))
     if not out:
         return ""
-    return ("## Shadow mode (issue 15)\n\n"
+    return ("## Shadow mode\n\n"
             "`prefix_route ... shadow` over round robin: round robin routes, "
             "prefix_route indexes and predicts. *engine*: the hit rate the "
             "engines reported under round robin; *index, current*: the "
@@ -1292,7 +1302,7 @@ def cmd_demo(a):
     os.makedirs(raw, exist_ok=True)
     try:
         for b in spec["balancers"]:
-            print("-- %s" % BALANCERS[b][0], flush=True)
+            print("-- %s" % BALANCERS[b].title, flush=True)
             results[b] = run_one(
                 procs, a, workdir, "demo", spec, path, b, port, BACKENDS,
                 raw, nginx_ports=[port],
@@ -1326,7 +1336,7 @@ def cmd_demo(a):
     for b in spec["balancers"] + ("bound",):
         d = demo[b]
         print("%-22s %8s %9s %9s %9s %9s %6s %8s %6s" % (
-            "pooled-cache bound" if b == "bound" else BALANCERS[b][0],
+            "pooled-cache bound" if b == "bound" else BALANCERS[b].title,
             fmt(d["hit_rate"], "%.3f"), fmt(d["ttft_p50_ms"]),
             fmt(d["ttft_p90_ms"]), fmt(d["ttft_p99_ms"]),
             fmt(d["busy_max_over_mean"], "%.2f"),
@@ -1420,7 +1430,7 @@ RESTART_AT = 13.0
 
 
 def cmd_feedback(a):
-    """Issue 12's targets of response feedback: capacity= 4x too large,
+    """The targets of response feedback: capacity= 4x too large,
     3 nginx instances, a backend restarted, the prediction's accuracy;
     feedback.md."""
     raw_dir = os.path.join(a.out, "raw-feedback")
@@ -1506,7 +1516,7 @@ PROBE_DIRECT_TO = (("spread", 0), ("to b1", 1))
 
 
 def cmd_probes(a):
-    """Issue 12's targets of engine probes: 30% of the load past nginx,
+    """The targets of engine probes: 30% of the load past nginx,
     a backend restarted, 3 nginx instances; probes.md."""
     raw_dir = os.path.join(a.out, "raw-probes")
     os.makedirs(raw_dir, exist_ok=True)
@@ -1666,7 +1676,7 @@ def feedback_report(out):
             f = r["feedback"] or {}
             md.append("| %s | %.3f | %.3f | %s | %s | %s | %s | %s | %s "
                       "| %s | %s | %s |\n" % (
-                          BALANCERS[b][0], r["hit_rate"], r["hit_vs_bound"],
+                          BALANCERS[b].title, r["hit_rate"], r["hit_vs_bound"],
                           fmt(r["ttft_p50_ms"]), fmt(r["ttft_p90_ms"]),
                           fmt(r["ttft_p99_ms"]), fmt(f.get("agreed"), "%.3f"),
                           fmt(f.get("predicted"), "%.3f"),
@@ -1699,7 +1709,7 @@ def feedback_report(out):
                 f = (rows.get(b) or {}).get("feedback") or {}
                 if f.get("agreed") is not None:
                     checks.append(("%s, %s: predictions within one block "
-                                   ">= 0.9" % (wl, BALANCERS[b][0]),
+                                   ">= 0.9" % (wl, BALANCERS[b].title),
                                    f["agreed"] >= 0.9,
                                    "%.3f of %d" % (f["agreed"],
                                                    f["responses"])))
@@ -1714,11 +1724,11 @@ def feedback_report(out):
                   "| --- | --- | --- | --- | --- |\n")
         for b, r in out["restart"].items():
             md.append("| %s | %.3f | %s | %d | %.3f |\n" % (
-                BALANCERS[b][0], r["hit_before"],
+                BALANCERS[b].title, r["hit_before"],
                 fmt(r["requests_to_recover"], "%d"), r["requests_after"],
                 r["hit_rate"]))
         md.append("\n")
-    md.append("## Targets (issue 12)\n\n| target | | measured |\n"
+    md.append("## Targets\n\n| target | | measured |\n"
               "| --- | --- | --- |\n")
     for what, ok, txt in checks:
         md.append("| %s | %s | %s |\n" % (what, "met" if ok else "missed",

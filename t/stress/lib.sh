@@ -43,7 +43,7 @@ die() {
 }
 
 for t in wrk curl perl ps; do
-    command -v "$t" > /dev/null || die "$t is missing (make stress-deps)"
+    command -v "$t" > /dev/null || die "$t is missing (make check-deps)"
 done
 [ -f "$module" ] || die "no module $module (make)"
 [ -x "$nginx" ] || die "no nginx binary $nginx"

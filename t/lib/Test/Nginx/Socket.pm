@@ -38,28 +38,32 @@ L<Test::Nginx::Util>.
 
 =head2 Functions
 
-run_tests, plan, blocks, repeat_each, no_shuffle, no_long_string, no_diff,
-log_level, master_on, master_off, master_process_enabled, workers,
-worker_connections, env_to_nginx, add_block_preprocessor, no_root_location,
-use_hup, check_accum_error_log, is_str, server_name, server_addr,
-server_port, server_root, html_dir, timeout, bail_out, add_cleanup_handler.
+The functions and sections this project's suite uses, and no more:
+
+=head2 Functions
+
+run_tests, plan, blocks, repeat_each, no_shuffle, log_level, master_on,
+workers, worker_connections, add_block_preprocessor, no_root_location,
+use_hup, server_port, server_root, html_dir, timeout, bail_out.
 
 =head2 Sections
 
-main_config, http_config, config, post_main_config, server_name, log_level,
-user_files, init, request (string, or eval: a string or an array of requests,
-each a string or an array of packets), raw_request (string or array of
-packets), raw_request_middle_delay, more_headers (string, or eval array, one
-per request), timeout, abort, shutdown, ignore_response, error_code,
-error_code_like, response_headers (C<Name: value>, C<!Name> for absent),
-response_headers_like, raw_response_headers_like,
-raw_response_headers_unlike, response_body, response_body_like,
-response_body_unlike, error_log, no_error_log, access_log, no_access_log,
-wait, must_die; plus ONLY, SKIP and LAST from Test::Base.
+main_config, http_config, config, log_level, user_files, init, request
+(string, or eval: a string or an array of requests, each a string or an
+array of packets: strings, or C<{ value =E<gt> ..., delay_before =E<gt>
+seconds }>), more_headers (string,
+or eval array, one per request), timeout, error_code, response_headers
+(C<Name: value>, C<!Name> for absent), response_headers_like,
+response_body, response_body_like, response_body_unlike,
+response_body_filters (eval: subroutine references, one list per request
+or one for all), error_log, no_error_log, access_log, no_access_log,
+must_die; plus ONLY, SKIP and
+LAST from Test::Base. Like the real one, a block without --- config takes
+the previous block's nginx, and the first block with none bails out.
 
 C<$TEST_NGINX_XXX> environment variables (and C<$TEST_NGINX_RAND_PORT_N>) are
-expanded in the config, request, raw_request, more_headers and user_files
-sections; an undefined one aborts the run, as in the real one.
+expanded in the config, request, more_headers and user_files sections; an
+undefined one aborts the run, as in the real one.
 
 =head2 Environment
 
@@ -94,7 +98,7 @@ read or write, a use of uninitialised memory, a definite leak: what the
 suppressions do not cover) or has no summary (a process that was killed).
 Stopping nginx waits up to 30 seconds, for valgrind's leak check, and the
 client waits TEST_NGINX_VALGRIND_SLOWDOWN (10) times longer for a response
-(TEST_NGINX_TIMEOUT or --- timeout), except in a block with --- abort.
+(TEST_NGINX_TIMEOUT or --- timeout).
 
 =head2 Known differences from the real module
 
@@ -143,11 +147,9 @@ use Time::HiRes qw(sleep);
 use Test::Nginx::Util;
 
 our @EXPORT = qw(
-    run_tests plan blocks repeat_each no_shuffle no_long_string no_diff
-    log_level master_on master_off master_process_enabled workers
-    worker_connections env_to_nginx add_block_preprocessor no_root_location
-    use_hup check_accum_error_log is_str server_name server_addr server_port
-    server_root html_dir timeout bail_out add_cleanup_handler
+    run_tests plan blocks repeat_each no_shuffle log_level master_on workers
+    worker_connections add_block_preprocessor no_root_location use_hup
+    server_port server_root html_dir timeout bail_out
 );
 
 my $Started;            # nginx was started by this process
@@ -164,12 +166,11 @@ sub fmt_str ($) {
 }
 
 # is() that also accepts a qr// as the expected value; Test::Base's is()
-# prints a diff when a multi-line value differs (no_diff() turns that off)
+# prints a diff when a multi-line value differs
 sub is_str ($$$) {
     my ($got, $expected, $desc) = @_;
     local $Test::Builder::Level = $Test::Builder::Level + 1;
     return like($got, $expected, $desc) if ref $expected eq 'Regexp';
-    return Test::More::is($got, $expected, $desc) if $NoLongString;
     return is($got, $expected, $desc);
 }
 
@@ -251,14 +252,6 @@ sub build_requests ($) {
     my $block = shift;
     my $name = $block->name;
 
-    if (defined(my $raw = $block->raw_request)) {
-        $raw = expand_env($raw, $name);
-        my @packets = map { ref $_ eq 'HASH' ? $_ : { value => $_ } }
-                      (ref $raw eq 'ARRAY' ? @$raw : $raw);
-        my $head_req = ($packets[0]{value} // '') =~ /^\s*HEAD\s/ ? 1 : 0;
-        return [[\@packets, $head_req]];
-    }
-
     my $request = $block->request;
     bail_out("$name - no --- request section") unless defined $request;
     $request = expand_env($request, $name);
@@ -281,15 +274,11 @@ sub build_requests ($) {
 sub send_request ($$$) {
     my ($block, $packets, $timeout) = @_;
     my $name = $block->name;
-    my ($resp, $err) = send_raw($packets, $timeout, {
-        connect_wait => 3,
-        middle_delay => parse_time($block->raw_request_middle_delay),
-        shutdown     => scalar $block->shutdown,
-    });
+    my ($resp, $err) = send_raw($packets, $timeout, 3);
     if (defined $err && $err =~ /^connect/) {
         fail("$name - Can't connect to $ServerAddr:$ServerPort: $err");
         diag("tail of $ErrLogFile:\n" . log_tail($ErrLogFile, 20));
-    } elsif (defined $err && !defined $block->abort) {
+    } elsif (defined $err) {
         fail("ERROR: client socket timed out - $name");
     }
     return $resp;
@@ -356,10 +345,7 @@ sub check_error_code ($$$$) {
     my ($block, $res, $idx, $need_array) = @_;
     my $name = $block->name;
     my $code = ($res && $res->{code}) || '';
-    if (defined $block->error_code_like) {
-        my $pat = indexed($name, $block->error_code_like, $idx, $need_array);
-        like($code, qr/$pat/sm, "$name - status code ok");
-    } elsif (defined $block->error_code) {
+    if (defined $block->error_code) {
         my $want = indexed($name, $block->error_code, $idx, $need_array);
         $want =~ s/^\s+|\s+$//g if defined $want;
         is($code, $want, "$name - status code ok");
@@ -389,13 +375,6 @@ sub check_response_headers ($$$$) {
     my $name = $block->name;
     my $raw = $res ? $res->{raw_headers} : '';
 
-    for my $sect (qw(raw_response_headers_like raw_response_headers_unlike)) {
-        next unless defined $block->$sect;
-        my $pat = indexed($name, $block->$sect, $idx, $need_array);
-        if ($sect =~ /unlike/) { unlike($raw, qr/$pat/s, "$name - raw resp headers unlike") }
-        else                   { like($raw, qr/$pat/s, "$name - raw resp headers like") }
-    }
-
     if (defined $block->response_headers) {
         for (parse_header_spec(indexed($name, $block->response_headers, $idx,
                                        $need_array)))
@@ -424,6 +403,25 @@ sub check_response_body ($$$$$) {
     my ($block, $res, $idx, $rep, $need_array) = @_;
     my $name = $block->name;
     my $content = $res ? $res->{body} : undef;
+
+    # as the real one: a subroutine, a list of them, or a list of lists,
+    # one per request; each gets the body and returns what is checked
+    my $filters = $block->response_body_filters;
+    if (defined $filters && defined $content) {
+        my $f = $filters;
+        if (ref $f eq 'ARRAY' && ref $f->[0] eq 'ARRAY') {
+            $f = $f->[$idx];
+            bail_out("$name - the ---response_body_filters two-dimensional "
+                     . "array unmatch the specified request($idx)")
+                unless defined $f;
+        }
+        for my $sub (ref $f eq 'ARRAY' ? @$f : ($f)) {
+            bail_out("$name - --- response_body_filters: only subroutine "
+                     . "references are supported here")
+                unless ref $sub eq 'CODE';
+            $content = $sub->($content);
+        }
+    }
 
     if (defined $block->response_body) {
         my $want = indexed($name, $block->response_body, $idx, $need_array);
@@ -457,9 +455,9 @@ sub check_response_body ($$$$$) {
 sub error_log_lines () {
     sleep $Sleep * 3;     # let nginx log the end of the request
     open my $in, '<', $ErrLogFile or return [];
-    seek $in, $ErrLogPos, 0 if !$CheckAccumErrLog && $ErrLogPos > 0;
+    seek $in, $ErrLogPos, 0 if $ErrLogPos > 0;
     my @lines = <$in>;
-    $ErrLogPos = tell $in unless $CheckAccumErrLog;
+    $ErrLogPos = tell $in;
     close $in;
     return \@lines;
 }
@@ -506,9 +504,7 @@ sub check_logs ($$$) {
     check_log($name, $block->error_log, \@lines, 'error.log', $rep, 0);
     check_log($name, $block->no_error_log, \@lines, 'error.log', $rep, 1);
 
-    if (!defined $block->ignore_response
-        && (defined $block->access_log || defined $block->no_access_log))
-    {
+    if (defined $block->access_log || defined $block->no_access_log) {
         my @acc = split /^/m, slurp($AccLogFile);
         check_log($name, $block->access_log, \@acc, 'access.log', $rep, 0);
         check_log($name, $block->no_access_log, \@acc, 'access.log', $rep, 1);
@@ -629,27 +625,20 @@ sub run_requests ($$) {
     my $name = $block->name;
     my $reqs = build_requests($block);
     my $timeout = parse_time($block->timeout) // $Timeout;
-    # under valgrind nginx is many times slower; a block that expects the
-    # client to give up (--- abort) keeps its timeout
-    $timeout *= $ValgrindSlowdown if $UseValgrind && !defined $block->abort;
-    my $wait = parse_time($block->wait);
+    # under valgrind nginx is many times slower
+    $timeout *= $ValgrindSlowdown if $UseValgrind;
     my $need_array = @$reqs > 1;
 
     for my $idx (0 .. $#$reqs) {
         my ($packets, $head_req) = @{ $reqs->[$idx] };
         my $raw = send_request($block, $packets, $timeout);
-        if (!defined $block->ignore_response) {
-            my $res = parse_response($name, $raw, $head_req);
-            check_error_code($block, $res, $idx, $need_array);
-            check_response_headers($block, $res, $idx, $need_array);
-            check_response_body($block, $res, $idx, $rep, $need_array);
-        }
-        if ($idx < $#$reqs) {       # the real one checks the log in between
-            sleep $wait if $wait;
-            check_logs($block, $rep, undef);
-        }
+        my $res = parse_response($name, $raw, $head_req);
+        check_error_code($block, $res, $idx, $need_array);
+        check_response_headers($block, $res, $idx, $need_array);
+        check_response_body($block, $res, $idx, $rep, $need_array);
+        # the real one checks the log in between
+        check_logs($block, $rep, undef) if $idx < $#$reqs;
     }
-    sleep $wait if $wait;
     check_logs($block, $rep, undef);
 }
 
@@ -661,6 +650,9 @@ sub run_block ($) {
     reset_rand_ports();
     my $config = expand_env($block->config, $name);
     my $must_die = $block->must_die;
+    bail_out("$name - No '--- config' section specified and could not get "
+             . "previous one.")
+        if !defined $config && $FirstBlock;
     my $hup = $UseHup && !defined $must_die;
     my $first = $FirstBlock;
     $FirstBlock = 0;
@@ -725,7 +717,6 @@ sub run_tests () {
         $_->($block) for @BlockPreprocessors;
         run_block($block);
     }
-    cleanup();
 }
 
 END {

@@ -25,14 +25,12 @@ our @EXPORT = qw(
     $NginxBinary $ServerAddr $ServerPort $ServerName $ServRoot $HtmlDir
     $ErrLogFile $AccLogFile $PidFile $StderrFile
     $RepeatEach $LogLevel $UseHup $NoShuffle $Timeout $Sleep
-    $NoLongString $CheckAccumErrLog @BlockPreprocessors
+    @BlockPreprocessors
     $UseValgrind $ValgrindLogDir $ValgrindSlowdown $NginxStatus
 
     repeat_each workers worker_connections log_level timeout master_on
-    master_off master_process_enabled no_shuffle no_long_string
-    no_root_location use_hup check_accum_error_log env_to_nginx server_name
-    server_addr server_port server_root html_dir add_block_preprocessor
-    add_cleanup_handler bail_out cleanup
+    no_shuffle no_root_location use_hup server_port server_root html_dir
+    add_block_preprocessor bail_out
 
     parse_time expand_env reset_rand_ports check_nginx_binary is_running
     nginx_pid stop_nginx setup_server_root write_user_files
@@ -57,8 +55,7 @@ our $RepeatEach   = 1;
 our $Workers      = 1;
 our $WorkerConnections = 64;
 our $NoRootLocation = 0;
-our ($NoLongString, $CheckAccumErrLog);
-our (@EnvToNginx, @BlockPreprocessors, @CleanupHandlers);
+our @BlockPreprocessors;
 
 our $ServRoot = File::Spec->rel2abs($ENV{TEST_NGINX_SERVROOT} || 't/servroot');
 $ServRoot =~ s{/+$}{};
@@ -105,40 +102,16 @@ sub workers (@)      { $Workers = shift if @_; $Workers }
 sub worker_connections (@) { $WorkerConnections = shift if @_; $WorkerConnections }
 sub log_level (@)    { $LogLevel = shift if @_; $LogLevel }
 sub timeout (@)      { $Timeout = shift if @_; $Timeout }
-sub server_name (@)  { $ServerName = shift if @_; $ServerName }
-sub server_addr (@)  { $ServerAddr = shift if @_; $ServerAddr }
 sub server_port (@)  { $ServerPort = shift if @_; $ServerPort }
 sub master_on ()     { $MasterProcess = 'on' }
-sub master_off ()    { $MasterProcess = 'off' }
-sub master_process_enabled (@) {
-    $MasterProcess = $_[0] ? 'on' : 'off' if @_;
-    $MasterProcess;
-}
 sub no_shuffle ()    { $NoShuffle = 1 }
-sub no_long_string () { $NoLongString = 1 }
 sub no_root_location () { $NoRootLocation = 1 }
 sub use_hup ()       { $UseHup = 1 }
-sub check_accum_error_log () { $CheckAccumErrLog = 1 }
 sub server_root ()   { $ServRoot }
 sub html_dir ()      { $HtmlDir }
 sub add_block_preprocessor (&) { unshift @BlockPreprocessors, shift }
-sub add_cleanup_handler ($) { unshift @CleanupHandlers, shift }
-
-sub env_to_nginx (@) {
-    die "env_to_nginx: no arguments specified\n" unless @_;
-    for my $v (@_) {
-        die "env_to_nginx: bad argument value: $v\n"
-            if $v !~ /^[A-Za-z_]/ || $v =~ /\n/;
-        push @EnvToNginx, $v;
-    }
-}
-
-sub cleanup () {
-    $_->() for @CleanupHandlers;
-}
 
 sub bail_out (@) {
-    cleanup();
     stop_nginx('bail_out') unless $ENV{TEST_NGINX_NO_CLEAN};
     Test::More::BAIL_OUT(join '', @_);
 }
@@ -328,8 +301,6 @@ sub write_config_file ($$$) {
     my $name = $block->name;
     my $main_config = expand_env($block->main_config // '', $name);
     my $http_config = expand_env($block->http_config // '', $name);
-    my $post_main_config = expand_env($block->post_main_config // '', $name);
-    my $server_name = $block->server_name // $ServerName;
     my $log_level = $block->log_level // $LogLevel;
     $log_level =~ s/^\s+|\s+$//g;
     my $master = $hup ? 'on' : $MasterProcess;   # reloads need the master
@@ -337,8 +308,6 @@ sub write_config_file ($$$) {
     # a --- must_die block runs without valgrind, as in the real one
     my $daemon = $UseValgrind && !defined $block->must_die ? 'off' : 'on';
     $ConfigVersion = join '', map { ('a' .. 'z')[rand 26] } 1 .. 12 if $hup;
-
-    my $env = join '', map { /\s/ ? "env '$_';\n" : "env $_;\n" } @EnvToNginx;
 
     # Debian's binary has temp paths under /var/lib/nginx compiled in;
     # keep everything under the server root instead
@@ -377,7 +346,6 @@ daemon $daemon;
 master_process $master;
 error_log $ErrLogFile $log_level;
 pid       $PidFile;
-$env
 $main_config
 
 http {
@@ -391,7 +359,7 @@ $http_config
 
     server {
         listen          $ServerPort;
-        server_name     '$server_name';
+        server_name     '$ServerName';
 
         client_max_body_size 30M;
 
@@ -402,8 +370,6 @@ $config
 $root_location    }
 
 $version_server}
-
-$post_main_config
 
 events {
     accept_mutex off;
@@ -539,7 +505,7 @@ sub reload_nginx ($) {
     my $req = "GET /ver HTTP/1.0\r\nHost: Test-Nginx\r\n\r\n";
     my ($ok, $deadline) = (0, time + 10);
     while (time < $deadline) {
-        my ($resp) = send_raw([{ value => $req }], 1, {});
+        my ($resp) = send_raw([{ value => $req }], 1, 0);
         if (defined $resp && $resp =~ /\r\n\r\n\Q$ConfigVersion\E\z/) {
             return undef if ++$ok >= 5;
             next;
@@ -557,14 +523,14 @@ sub reload_nginx ($) {
 
 # -- a raw HTTP client ----------------------------------------------------------
 # $packets: [{ value => bytes, delay_before => secs }, ...] written in turn;
-# options: connect_wait (secs to retry connecting), middle_delay, shutdown.
-# Reads until the server closes the connection. Returns ($response, $error)
-# where $error is undef, "timeout" or "connect: ...".
+# $connect_wait: seconds to retry connecting.  Reads until the server
+# closes the connection.  Returns ($response, $error) where $error is
+# undef, "timeout" or "connect: ...".
 sub send_raw ($$$) {
-    my ($packets, $timeout, $opts) = @_;
+    my ($packets, $timeout, $connect_wait) = @_;
 
     my $sock;
-    my $deadline = time + ($opts->{connect_wait} // 0);
+    my $deadline = time + ($connect_wait // 0);
     my $step = $Sleep;
     until ($sock = IO::Socket::INET->new(PeerAddr => $ServerAddr,
                                          PeerPort => $ServerPort,
@@ -580,11 +546,8 @@ sub send_raw ($$$) {
     my $sel = IO::Select->new($sock);
     my $resp = '';
 
-    my $n = 0;
     PACKET: for my $p (@$packets) {
-        my $delay = $p->{delay_before} // ($n ? $opts->{middle_delay} : undef);
-        sleep $delay if $delay;
-        $n++;
+        sleep $p->{delay_before} if $p->{delay_before};
         my $buf = $p->{value} // '';
         utf8::encode($buf) if utf8::is_utf8($buf);
         my $off = 0;
@@ -600,9 +563,6 @@ sub send_raw ($$$) {
             }
             $off += $w;
         }
-    }
-    if (defined $opts->{shutdown}) {
-        shutdown $sock, $opts->{shutdown} =~ /^\d$/ ? $opts->{shutdown} : 1;
     }
 
     while (1) {
