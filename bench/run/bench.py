@@ -176,6 +176,8 @@ def uses_module(balancer):
 # make bench runs these unless told otherwise
 BENCH_BALANCERS = ("round_robin", "least_conn", "random_two", "hash_session",
                    "cache_aware", "prefix_route", "prefix_route_x3", "shadow")
+BENCH_WORKLOADS = ("multi-turn", "shared-prefix", "multi-turn-light",
+                   "mooncake", "mooncake-8", "mixed-output")
 STOCK = ("round_robin", "least_conn", "random_two", "hash_session")
 
 KV_BLOCKS = 28672       # the simulator's default, H100 80GB
@@ -1084,9 +1086,10 @@ def write_report(summary, outdir):
                       summary["workloads"].values()
                       for r in s["rows"].values() if r.get("module_sha256")))
     if len(shas) > 1:
-        md.append("**Warning**: the module changed during the benchmark "
-                  "(sha256 %s): the rows are not all of the same build.\n\n"
-                  % ", ".join(shas))
+        md.append("**Warning**: the rows are of %d builds of the module "
+                  "(sha256 %s): merged from another run (--merge), or "
+                  "rebuilt during this one.\n\n"
+                  % (len(shas), ", ".join(shas)))
     if summary.get("hotspot"):
         md.append(hotspot_report(summary["hotspot"]))
     t = targets(summary)
@@ -1096,7 +1099,7 @@ def write_report(summary, outdir):
     if t:
         md.append(t)
     if env.get("bench_wall_s"):
-        md.append("make bench took %.0f s.\n" % env["bench_wall_s"])
+        md.append("The bench took %.0f s.\n" % env["bench_wall_s"])
     with open(os.path.join(outdir, "bench.md"), "w") as f:
         f.write("".join(md))
 
@@ -1749,6 +1752,15 @@ def cmd_report(a):
 
 def cmd_estimate(a):
     for path in a.workload:
+        if path in WORKLOADS:
+            # a workload of the bench by name: its file, generated if needed
+            spec = workload_spec(path, a)
+            if spec is None:
+                return 1
+            path = generate(path, spec, quiet=True)
+        elif not os.path.exists(path):
+            raise RuntimeError("%s: neither a file nor a workload of the "
+                               "bench (%s)" % (path, ", ".join(WORKLOADS)))
         r = replay_caches(path, a.backends, kv_blocks=a.kv_blocks,
                           overhead_ms=a.overhead_ms,
                           us_per_token=a.us_per_token)
@@ -1780,7 +1792,7 @@ def main():
 
     sp = sub.add_parser("bench", help="the whole benchmark (make bench)")
     common(sp)
-    sp.add_argument("--workloads", default=",".join(WORKLOADS))
+    sp.add_argument("--workloads", default=",".join(BENCH_WORKLOADS))
     sp.add_argument("--balancers", default=",".join(BENCH_BALANCERS))
     sp.add_argument("--port-base", type=int, default=21000,
                     help="nginx on PORT..PORT+2, backends from PORT+10")
@@ -1857,7 +1869,9 @@ def main():
     sp = sub.add_parser("estimate", help="round robin's prefill load of a "
                                          "workload, from the simulator's "
                                          "cost model (nothing is run)")
-    sp.add_argument("workload", nargs="+")
+    sp.add_argument("workload", nargs="+",
+                    help="JSONL files, or workloads of the bench by name")
+    sp.add_argument("--trace", default=MOONCAKE)
     sp.add_argument("--backends", type=int, default=BACKENDS)
     sp.add_argument("--kv-blocks", type=int, default=KV_BLOCKS)
     sp.add_argument("--overhead-ms", type=float, default=20.0)
