@@ -32,6 +32,15 @@
 #define NGX_HTTP_PREFIX_ROUTE_MEMBERS 256
 #define NGX_HTTP_PREFIX_ROUTE_NODES   4096
 
+/*
+ * tools and functions values whose canonical JSON a worker keeps, and the
+ * bytes of one at most (its body's and its JSON's): an agent sends the
+ * same tools on every turn (bench/results/extract.md: their JSON was most
+ * of a 4 KiB agent body's time)
+ */
+#define NGX_HTTP_PREFIX_ROUTE_TOOLS       4
+#define NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE  32768
+
 
 /*
  * Whether 8 bytes (a word, any byte order) hold a '"' or a '\\' (quote),
@@ -75,9 +84,19 @@ typedef struct {
 /* a member the walk writes, found by the scan */
 typedef struct {
     u_char                          *value;    /* NULL: absent or null */
+    u_char                          *end;      /* past the value */
     ngx_http_prefix_route_span_t     str;      /* when value is a string */
     ngx_uint_t                       seen;
 } ngx_http_prefix_route_field_t;
+
+
+/* a tools or functions value as the body had it, and its canonical JSON */
+typedef struct {
+    size_t                           len;      /* 0: empty */
+    size_t                           json_len;
+    u_char                           body[NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE];
+    u_char                           json[NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE];
+} ngx_http_prefix_route_tools_t;
 
 
 /*
@@ -109,6 +128,11 @@ typedef struct {
 } ngx_http_prefix_route_scan_t;
 
 
+/* the tools and functions values this worker wrote last (scan_tools()) */
+static ngx_http_prefix_route_tools_t
+    ngx_http_prefix_route_scan_tools_kept[NGX_HTTP_PREFIX_ROUTE_TOOLS];
+
+
 /*
  * Bytes that end a string's run of plain ASCII: control bytes, '"', '\\'
  * and the first byte of a UTF-8 sequence, one table load a byte
@@ -136,6 +160,8 @@ static u_char  ngx_http_prefix_route_scan_stop[256] = {
 static ngx_int_t ngx_http_prefix_route_scan_prefix(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
 static ngx_int_t ngx_http_prefix_route_scan_segments(
+    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
+static ngx_int_t ngx_http_prefix_route_scan_tools(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
 static ngx_int_t ngx_http_prefix_route_scan_messages(
     ngx_http_prefix_route_scan_t *s);
@@ -471,12 +497,76 @@ ngx_http_prefix_route_scan_segments(ngx_http_prefix_route_scan_t *s,
         ngx_http_prefix_route_scan_byte(s, 'c');
         ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_FS);
 
-        if (ngx_http_prefix_route_scan_json_at(s, f[i].value) != NGX_OK) {
+        if (ngx_http_prefix_route_scan_tools(s, &f[i]) != NGX_OK) {
             return NGX_DECLINED;
         }
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * The canonical JSON of a tools or functions value (f->value to f->end):
+ * the one kept for the same bytes, compared whole (no hash can make two
+ * values meet), else written from the body and kept when whole.  The
+ * same bytes give the same JSON, so the kept one is what the writer
+ * would write; a value it declined is never kept.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_tools(ngx_http_prefix_route_scan_t *s,
+    ngx_http_prefix_route_field_t *f)
+{
+    size_t                          len, start;
+    ngx_uint_t                      i;
+    ngx_http_prefix_route_tools_t  *t;
+
+    static ngx_uint_t  next;
+
+    len = f->end - f->value;
+
+    for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_TOOLS; i++) {
+        t = &ngx_http_prefix_route_scan_tools_kept[i];
+
+        if (t->len == len && ngx_memcmp(t->body, f->value, len) == 0) {
+            ngx_http_prefix_route_scan_write(s, t->json, t->json_len);
+            return NGX_OK;
+        }
+    }
+
+    start = s->pr->len;
+
+    if (ngx_http_prefix_route_scan_json_at(s, f->value) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    if (s->measure || s->stop || len > NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE
+        || s->pr->len - start > NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE)
+    {
+        return NGX_OK;
+    }
+
+    t = &ngx_http_prefix_route_scan_tools_kept[next];
+    next = (next + 1) % NGX_HTTP_PREFIX_ROUTE_TOOLS;
+
+    t->len = len;
+    t->json_len = s->pr->len - start;
+    ngx_memcpy(t->body, f->value, len);
+    ngx_memcpy(t->json, s->pr->buf + start, t->json_len);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_prefix_route_scan_forget(void)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_TOOLS; i++) {
+        ngx_http_prefix_route_scan_tools_kept[i].len = 0;
+    }
 }
 
 
@@ -663,11 +753,6 @@ ngx_http_prefix_route_scan_field(ngx_http_prefix_route_scan_t *s,
 
     f->seen = 1;
 
-    if (*s->p == '"') {
-        f->value = s->p;
-        return ngx_http_prefix_route_scan_string(s, &f->str);
-    }
-
     if (s->last - s->p >= 4 && ngx_strncmp(s->p, "null", 4) == 0) {
         s->p += 4;
         return NGX_OK;
@@ -675,7 +760,18 @@ ngx_http_prefix_route_scan_field(ngx_http_prefix_route_scan_t *s,
 
     f->value = s->p;
 
-    return ngx_http_prefix_route_scan_value(s, depth);
+    if (*s->p == '"') {
+        if (ngx_http_prefix_route_scan_string(s, &f->str) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+
+    } else if (ngx_http_prefix_route_scan_value(s, depth) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    f->end = s->p;
+
+    return NGX_OK;
 }
 
 

@@ -40,5 +40,14 @@
 ngx_int_t ngx_http_prefix_route_scan(u_char *p, size_t len,
     ngx_http_prefix_route_prompt_t *pr);
 
+/*
+ * The fast path keeps the canonical JSON of the last 4 tools or functions
+ * values it wrote (up to 32 KiB each, 256 KiB in all, static), found again
+ * by comparing the body's bytes whole: an agent sends the same tools on
+ * every turn.  This forgets them, for a test or a benchmark of the first
+ * sight of a value.  Never fails.
+ */
+void ngx_http_prefix_route_scan_forget(void);
+
 
 #endif /* _NGX_HTTP_PREFIX_ROUTE_SCAN_H_INCLUDED_ */

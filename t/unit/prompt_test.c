@@ -92,6 +92,7 @@ static size_t      test_live;
 static size_t      test_biggest;
 static ngx_uint_t  test_builds;       /* bodies built */
 static ngx_uint_t  test_fast_taken;   /* of them, taken by the fast path */
+static ngx_uint_t  test_forget;       /* the fast path forgets kept tools */
 static ngx_uint_t  test_fast_differ;  /* of those, written otherwise */
 
 
@@ -265,6 +266,10 @@ test_fast_path(u_char *text, size_t len, size_t size, test_out_t *ref)
     pr.size = size;
     pr.answers = answers;
     pr.max_answers = 4;
+
+    if (test_forget) {
+        ngx_http_prefix_route_scan_forget();
+    }
 
     if (ngx_http_prefix_route_scan(text, len, &pr) != NGX_OK) {
         return NGX_DECLINED;
@@ -646,6 +651,34 @@ main(void)
               "'string','enum':['a','b']},'n':{'type':'integer',"
               "'minimum':-0,'maximum':100}},'required':['q'],"
               "'additionalProperties':false}}}]}");
+
+    /*
+     * the tools' JSON the fast path keeps: above, the same body at every
+     * cap wrote the kept JSON after the first; here it is written anew
+     * each time, and found again only for the same bytes
+     */
+
+    test_forget = 1;
+    test_fast("fast path: an agent body at every cap, its tools' JSON "
+              "written anew each time",
+              "{'messages':[{'role':'user','content':'q'}],'model':'m',"
+              "'tools':[{'type':'function','function':{'name':'f',"
+              "'parameters':{'type':'object','properties':{'q':{'type':"
+              "'string'}},'required':['q']}}}]}");
+    test_forget = 0;
+
+    test_fast("fast path: kept tools' JSON, then tools that differ in "
+              "their last value (f)",
+              "{'messages':[{'role':'user','content':'q'}],"
+              "'tools':[{'name':'f','input_schema':{'b':1,'a':[2]}}]}");
+    test_fast("fast path: kept tools' JSON, then tools that differ in "
+              "their last value (g)",
+              "{'messages':[{'role':'user','content':'q'}],"
+              "'tools':[{'name':'f','input_schema':{'b':1,'a':[3]}}]}");
+    test_fast("fast path: kept tools' JSON, then functions with the same "
+              "bytes as tools",
+              "{'messages':[{'role':'user','content':'q'}],"
+              "'functions':[{'name':'f','input_schema':{'b':1,'a':[3]}}]}");
 
     test_fast("fast path: anthropic-python body (max_tokens, messages, "
               "model, system blocks, tools; content blocks)",
