@@ -136,7 +136,8 @@ asan-report:
 
 ## make demo            sample requests through 4 simulated backends, ~1 min
 ## make demo ENGINE=llama   the same on 3 llama.cpp servers
-demo: deps all $(if $(filter llama,$(ENGINE)),$(NGINX_BIN) check-deps)
+demo: deps all $(if $(filter llama,$(ENGINE)),$(NGINX_BIN))
+	@[ "$(ENGINE)" != llama ] || t/tools/deb-install e2e
 	@case "$(ENGINE)" in \
 	sim)   $(RUN) bench/demo $(CURDIR)/$(MODULE) ;; \
 	llama) $(RUN) e2e/run --demo $(CURDIR)/$(MODULE) ;; \
