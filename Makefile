@@ -10,8 +10,10 @@ BUILD ?=        build
 MODULE =        objs/ngx_http_prefix_route_module.so
 # one configured copy of each nginx source tree used
 NGX_BUILD =     $(BUILD)/nginx$(subst /,-,$(abspath $(NGINX_SRC)))
-NGINX_BIN ?=    $(if $(filter $(DEBIAN_SRC),$(abspath $(NGINX_SRC))),\
-                /usr/sbin/nginx,$(NGX_BUILD)/objs/nginx)
+ifeq ($(abspath $(NGINX_SRC)),$(DEBIAN_SRC))
+NGINX_BIN ?=    /usr/sbin/nginx
+endif
+NGINX_BIN ?=    $(NGX_BUILD)/objs/nginx
 # Debian's nginx is built with these ("nginx -V"): binary-compatible
 CC_OPT =        -g -O2 -fstack-protector-strong -Wformat \
                 -Werror=format-security -fPIC -Wdate-time -D_FORTIFY_SOURCE=2
