@@ -21,10 +21,12 @@ Standard library only, but for the plots (python3-matplotlib).
 import argparse
 import collections
 import datetime
+import glob
 import http.client
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -430,7 +432,6 @@ def generate(name, spec, quiet=False):
     argsfile = path + ".args"
     import hashlib
     h = hashlib.sha256()
-    import glob
     for src in [WORKLOAD] + sorted(glob.glob(os.path.join(TOP, "bench", "sim",
                                                           "*.py"))):
         with open(src, "rb") as f:
@@ -1397,7 +1398,7 @@ def cmd_serve(a):
                       hold=hold)
     finally:
         procs.stop()
-        subprocess.call(["rm", "-rf", workdir])
+        shutil.rmtree(workdir, ignore_errors=True)
     if res.get("errors"):
         print("serve: %d of %d requests failed" % (res["errors"],
                                                   res["requests"]),
