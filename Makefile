@@ -18,37 +18,9 @@ NGINX_BIN ?=    $(NGX_BUILD)/objs/nginx
 CC_OPT =        -g -O2 -fstack-protector-strong -Wformat \
                 -Werror=format-security -fPIC -Wdate-time -D_FORTIFY_SOURCE=2
 LD_OPT =        -Wl,-z,relro -Wl,-z,now -fPIC
+# ASAN=1: the module built with AddressSanitizer (t/asan.mk)
+include t/asan.mk
 
-# ASAN=1: the module (and an NGINX_SRC nginx) built with AddressSanitizer,
-# nginx run with its runtime preloaded (t/tools/asan-nginx)
-REAL_NGINX :=   $(NGINX_BIN)
-ifeq ($(ASAN),1)
-NGX_BUILD :=    $(NGX_BUILD)-asan
-MODULE =        objs/ngx_http_prefix_route_module-asan.so
-CC_OPT +=       -fsanitize=address -fno-omit-frame-pointer
-LD_OPT +=       -fsanitize=address
-override NGINX_BIN := $(CURDIR)/t/tools/asan-nginx
-export ASAN_NGINX := $(abspath $(REAL_NGINX))
-export ASAN_LOG_DIR := $(CURDIR)/$(BUILD)/asan-log
-export TEST_NGINX_ASAN = 1
-endif
-
-# the stage from body to hashes: the module's, the tests', the fuzzer's
-STAGE =         $(addprefix src/ngx_http_prefix_route_,prompt.c hash.c \
-                usage.c metrics.c extract.c scan.c) t/unit/lib/ngx_read_file.c
-UNIT_CFLAGS =   -g -O1 -W -Wall -Wpointer-arith -Wno-unused-parameter \
-                -Werror -I src $(addprefix -I $(NGX_BUILD)/,src/core \
-                src/event src/os/unix objs)
-UNIT_TESTS =    $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(wildcard t/unit/*.c))
-UNIT_LINK =     $(STAGE) src/ngx_http_prefix_route_choice.c -ljansson -lxxhash
-# the index test links nginx's own slab, rbtree, shmtx and pools
-NGX_ORIG =      $(BUILD)/nginx-orig/src
-$(BUILD)/unit/index_test: UNIT_LINK = $(addprefix src/ngx_http_prefix_route_,\
-                index.c load.c choice.c) $(addprefix $(NGX_ORIG)/, \
-                core/ngx_slab.c core/ngx_rbtree.c core/ngx_shmtx.c \
-                core/ngx_palloc.c core/ngx_string.c os/unix/ngx_alloc.c)
-FUZZ_BIN =      $(BUILD)/fuzz/prompt_fuzzer
-JANSSON =       $(BUILD)/fuzz/jansson
 FUZZ_SECONDS ?= 60
 FUZZ_TEST_SECONDS ?= 20
 # prove exits 0 when it finds no test: a failure here
@@ -66,6 +38,9 @@ RUN =           NGINX_BIN=$(NGINX_BIN)
 ## make                 build objs/ngx_http_prefix_route_module.so
 ## make NGINX_SRC=dir   against another nginx source tree (--with-compat)
 all: $(MODULE)
+
+# how the unit tests, the fuzzer and the extract bench are built
+include t/build.mk
 
 ## make help            this list (docs/development.md tells more)
 help:
@@ -99,15 +74,6 @@ $(MODULE): $(NGX_BUILD)/objs/Makefile FORCE
 
 $(NGX_BUILD)/objs/nginx: $(NGX_BUILD)/objs/Makefile
 	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile binary
-
-$(BUILD)/unit/%: t/unit/%.c t/unit/lib/*.c src/*.c src/*.h \
-                 $(NGX_BUILD)/objs/Makefile
-	@mkdir -p $(@D)
-	$(CC) $(UNIT_CFLAGS) -o $@ $< $(UNIT_LINK) -lm
-
-$(BUILD)/unit/index_test: $(NGX_ORIG)/core/ngx_slab.c
-$(NGX_ORIG)/core/ngx_slab.c:
-	t/unit/nginx-source $(BUILD)/nginx-orig $(NGINX_SRC)
 
 ## make test            unit tests, the simulator's, 20 s of fuzzing, t/
 ## make test TEST_NGINX_LIB=dir   t/ under the real Test::Nginx (its lib/)
@@ -167,24 +133,11 @@ bench bench-feedback bench-probes: all $(NGINX_BIN) check-deps
 bench-extract: $(BUILD)/extract_bench
 	bench/extract/run $<
 
-$(BUILD)/extract_bench: bench/extract/extract_bench.c $(STAGE) src/*.h \
-                        $(NGX_BUILD)/objs/Makefile
-	$(CC) $(subst -O1,-O2,$(UNIT_CFLAGS)) -o $@ $< $(STAGE) -ljansson -lxxhash
-
 ## make fuzz            fuzz for FUZZ_SECONDS (60) (fuzz/README.md)
 ## make fuzz-regress    each input of fuzz/corpus and fuzz/regress once
 fuzz fuzz-regress fuzz-test: all deps $(FUZZ_BIN)
 	@fuzz/run $@ $(FUZZ_BIN) \
 	    $(if $(filter fuzz,$@),$(FUZZ_SECONDS),$(FUZZ_TEST_SECONDS))
-
-$(FUZZ_BIN): fuzz/prompt_fuzzer.c $(STAGE) src/*.h $(NGX_BUILD)/objs/Makefile \
-             $(JANSSON)/build/lib/libjansson.a
-	clang $(UNIT_CFLAGS) -fsanitize=fuzzer,address,undefined \
-	    -fno-sanitize-recover=all -I $(JANSSON)/build/include -o $@ $< \
-	    $(STAGE) $(JANSSON)/build/lib/libjansson.a -lxxhash
-
-$(JANSSON)/build/lib/libjansson.a:
-	fuzz/build-jansson $(JANSSON)
 
 ## make check           make fuzz and these, ~20 min, as root:
 check: fuzz valgrind browser-check stress deb-check e2e

@@ -9,14 +9,16 @@
 #     (STRESS_KEEP=1 keeps it);
 #   - check/finish: assertions and the closing line, the exit status;
 #   - conf_*: pieces of nginx.conf; nginx_start/nginx_workers/nginx_stop;
-#     backend_start/backend_kill for backends that are processes of their
-#     own;
+#     backend_start/backend_nginx/backend_kill for backends that are
+#     processes of their own; all started and stopped by bench/run/
+#     harness.py, as the benches' nginx;
 #   - status/peers/wait_idle: figures of prefix_route_status (status.pl);
 #     index_check: the module's consistency check of the index;
 #   - wrk_start/wrk_wait: load with prompts.lua; probe: one request;
 #   - log_check: what error.log must not hold.
 # Every process a check starts is ended on exit, also after a failure or a
-# signal (INT, TERM: the runner's time limit), by its process id.
+# signal (INT, TERM: the runner's time limit): nginx by the harness, the
+# others by their process id.
 #
 # Ports: each check uses 127.0.0.1 ports $port .. $port + 9, $port given
 # by the check (19801, 19811, ... 19841: the project's tests and
@@ -52,30 +54,17 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/prefix-route-$name.XXXXXX") \
     || die "cannot make a temporary directory"
 mkdir -p "$dir/conf" "$dir/logs"
 
-is_nginx() {
-    [ "$(ps -o comm= -p "$1" 2> /dev/null)" = nginx ]
+# harness CMD ARGS...: bench/run/harness.py, the one place that starts
+# and stops nginx instances (start, stop: TERM then KILL after 5 s to the
+# master and its workers, kill, errors)
+harness() {
+    local cmd=$1
+    shift
+    /usr/bin/python3 "$top/bench/run/harness.py" "$cmd" --nginx "$nginx" "$@"
 }
 
-# ends an nginx instance started with a master: TERM to the master, then,
-# after 5 s, KILL to it and to the workers it had (a worker stuck on a zone
-# mutex never exits by itself)
 nginx_stop() {
-    local pidf=$1/logs/nginx.pid m kids p i
-    [ -f "$pidf" ] || return 0
-    m=$(cat "$pidf" 2> /dev/null) || return 0
-    [ -n "$m" ] && is_nginx "$m" || return 0
-    kids=$(ps -o pid= --ppid "$m")
-    kill -TERM "$m" 2> /dev/null
-    for i in $(seq 50); do
-        is_nginx "$m" || break
-        sleep 0.1
-    done
-    for p in $m $kids; do
-        if is_nginx "$p"; then
-            echo "$name: nginx process $p did not stop in 5 s, killed"
-            kill -KILL "$p" 2> /dev/null
-        fi
-    done
+    harness stop "$@"
 }
 
 running() {
@@ -108,9 +97,7 @@ cleanup() {
     local rc=$? pfx
     trap - EXIT INT TERM
     [ ${#bg[@]} -gt 0 ] && stop_bg "${!bg[@]}"
-    for pfx in "${nginx_prefixes[@]}"; do
-        nginx_stop "$pfx"
-    done
+    [ ${#nginx_prefixes[@]} -gt 0 ] && nginx_stop "${nginx_prefixes[@]}"
     if [ -z "$dir" ]; then
         :
     elif [ "${STRESS_KEEP:-}" = 1 ]; then
@@ -231,17 +218,9 @@ CONF
 # starts the nginx of $dir/conf/nginx.conf (daemon, with a master) and
 # waits until /status answers on $port
 nginx_start() {
-    local i
-    mkdir -p "$dir/logs"
-    "$nginx" -p "$dir/" -e logs/error.log -c conf/nginx.conf \
-        || { tail -5 "$dir/logs/error.log"; die "nginx did not start"; }
     nginx_prefixes+=("$dir")
-    for i in $(seq 50); do
-        curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port/status" \
-            && return 0
-        sleep 0.1
-    done
-    die "nginx does not answer on port $port"
+    harness start "$dir" --port "$port" --path /status \
+        || die "nginx did not start"
 }
 
 nginx_master() {
@@ -264,55 +243,50 @@ wait_old_workers() {
     return 1
 }
 
-# backend_start N PORT [SLEEP]: backend N as an nginx process of its own
-# (no master, in the foreground, a child of the check), answering "bN";
-# its pid in backend_pid[N]
-declare -A backend_pid=()
-backend_start() {
-    local n=$1 p=$2 s=${3:-} b="$dir/b$1" answer i
-    mkdir -p "$b/conf" "$b/logs"
-    if [ -n "$s" ]; then
-        answer="location / { echo_sleep $s; echo b$n; }"
-    else
-        answer="return 200 \"b$n\\n\";"
-    fi
+# backend_nginx N PORT SERVER...: backend N as an nginx process of its own
+# (a daemon without a master) in $dir/bN, its server block given by the
+# lines SERVER (listen 127.0.0.1:PORT comes first)
+backend_nginx() {
+    local n=$1 p=$2 b="$dir/b$1" t
+    shift 2
+    mkdir -p "$b/conf"
     {
         echo "load_module $echo_module;"
         [ "$(id -u)" = 0 ] && echo "user root;"
         cat <<CONF
-daemon off;
 master_process off;
 error_log logs/error.log warn;
 pid logs/nginx.pid;
-events { worker_connections 1024; }
+events { worker_connections 2048; }
 http {
     access_log off;
-    client_body_temp_path $b/body;
-    proxy_temp_path $b/proxy;
-    fastcgi_temp_path $b/fastcgi;
-    uwsgi_temp_path $b/uwsgi;
-    scgi_temp_path $b/scgi;
-    keepalive_requests 1000000;
-    server { listen 127.0.0.1:$p; $answer }
-}
 CONF
+        for t in client_body proxy fastcgi uwsgi scgi; do
+            echo "    ${t}_temp_path $b/${t}_temp;"
+        done
+        echo "    keepalive_requests 1000000;"
+        echo "    server {"
+        echo "        listen 127.0.0.1:$p backlog=1024;"
+        printf '        %s\n' "$@"
+        echo "    }"
+        echo "}"
     } > "$b/conf/nginx.conf"
-    "$nginx" -p "$b/" -e logs/error.log -c conf/nginx.conf &
-    backend_pid[$n]=$!
-    bg[$!]="backend b$n"
-    for i in $(seq 50); do
-        (exec 3<> "/dev/tcp/127.0.0.1/$p") 2> /dev/null && return 0
-        sleep 0.1
-    done
-    die "backend b$n does not listen on port $p"
+    nginx_prefixes+=("$b")
+    harness start "$b" --port "$p" || die "backend b$n did not start"
+}
+
+# backend_start N PORT [SLEEP]: backend N answering "bN" (after SLEEP s)
+backend_start() {
+    if [ -n "${3:-}" ]; then
+        backend_nginx "$1" "$2" "location / { echo_sleep $3; echo b$1; }"
+    else
+        backend_nginx "$1" "$2" "return 200 \"b$1\\n\";"
+    fi
 }
 
 # backend_kill N: SIGKILL, as a crash
 backend_kill() {
-    local p=${backend_pid[$1]}
-    kill -KILL "$p"
-    wait "$p" 2> /dev/null
-    unset "bg[$p]"
+    harness kill "$dir/b$1"
 }
 
 # --- status ------------------------------------------------------------------
@@ -459,18 +433,9 @@ probe() {
 # nor "no memory", except lines matching ERE; prints the count, and the
 # first such lines (nginx's lines: no request body in them)
 log_check() {
-    local allow=${1:-} bad
-    bad=$(grep -E '\[(emerg|alert|crit|error)\]|no memory' \
-          "$dir/logs/error.log")
-    if [ -n "$allow" ] && [ -n "$bad" ]; then
-        bad=$(printf '%s\n' "$bad" | grep -Ev -- "$allow")
-    fi
-    if [ -n "$bad" ]; then
-        echo "  error.log: $(printf '%s\n' "$bad" | wc -l) line(s), first ones:"
-        printf '%s\n' "$bad" | head -5 | cut -c1-300 | sed 's/^/    /'
-        return 1
-    fi
-    return 0
+    harness errors "$dir" --also "no memory" ${1:+--allow "$1"} \
+        | sed 's/^/  /'
+    [ "${PIPESTATUS[0]}" = 0 ]
 }
 
 # log_count ERE: lines of error.log matching ERE
