@@ -54,17 +54,14 @@ dir=$(mktemp -d "${TMPDIR:-/tmp}/prefix-route-$name.XXXXXX") \
     || die "cannot make a temporary directory"
 mkdir -p "$dir/conf" "$dir/logs"
 
-# harness CMD ARGS...: bench/run/harness.py, the one place that starts
-# and stops nginx instances (start, stop: TERM then KILL after 5 s to the
-# master and its workers, kill, errors)
-harness() {
-    local cmd=$1
-    shift
-    /usr/bin/python3 "$top/bench/run/harness.py" "$cmd" --nginx "$nginx" "$@"
-}
+# the one place that starts and stops nginx instances (start, stop: TERM
+# then KILL after 5 s to the master and its workers, kill, errors), with
+# the nginx binary of NGINX_BIN
+harness=$top/bench/run/harness.py
+export NGINX_BIN=$nginx
 
 nginx_stop() {
-    harness stop "$@"
+    "$harness" stop "$@"
 }
 
 running() {
@@ -219,7 +216,7 @@ CONF
 # waits until /status answers on $port
 nginx_start() {
     nginx_prefixes+=("$dir")
-    harness start "$dir" --port "$port" --path /status \
+    "$harness" start "$dir" --port "$port" --path /status \
         || die "nginx did not start"
 }
 
@@ -272,7 +269,7 @@ CONF
         echo "}"
     } > "$b/conf/nginx.conf"
     nginx_prefixes+=("$b")
-    harness start "$b" --port "$p" || die "backend b$n did not start"
+    "$harness" start "$b" --port "$p" || die "backend b$n did not start"
 }
 
 # backend_start N PORT [SLEEP]: backend N answering "bN" (after SLEEP s)
@@ -286,7 +283,7 @@ backend_start() {
 
 # backend_kill N: SIGKILL, as a crash
 backend_kill() {
-    harness kill "$dir/b$1"
+    "$harness" kill "$dir/b$1"
 }
 
 # --- status ------------------------------------------------------------------
@@ -433,7 +430,7 @@ probe() {
 # nor "no memory", except lines matching ERE; prints the count, and the
 # first such lines (nginx's lines: no request body in them)
 log_check() {
-    harness errors "$dir" --also "no memory" ${1:+--allow "$1"} \
+    "$harness" errors "$dir" --also "no memory" ${1:+--allow "$1"} \
         | sed 's/^/  /'
     [ "${PIPESTATUS[0]}" = 0 ]
 }
