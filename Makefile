@@ -23,8 +23,6 @@ include t/asan.mk
 
 FUZZ_SECONDS ?= 60
 FUZZ_TEST_SECONDS ?= 20
-# prove exits 0 when it finds no test: a failure here
-PROVE =         set -o pipefail; prove
 ENGINE =        sim
 BENCH_PORT ?=   21000
 MODULES_DIR ?=  /usr/lib/nginx/modules
@@ -81,20 +79,16 @@ $(NGX_BUILD)/objs/nginx: $(NGX_BUILD)/objs/Makefile
 test: deps unit-test sim-test fuzz-test nginx-test \
       $(if $(filter 1,$(ASAN)),asan-report)
 
+# t/tools/prove-check: a run that finds no test fails too
 unit-test: all $(UNIT_TESTS)
 	@test -n "$(UNIT_TESTS)" || { echo "no unit tests found"; exit 1; }
-	$(PROVE) --exec '' $(UNIT_TESTS) | tee $(BUILD)/unit.log
-	@! grep -q '^Result: NOTESTS' $(BUILD)/unit.log
+	t/tools/prove-check $(BUILD)/unit.log --exec '' $(UNIT_TESTS)
 
-# the real Test::Nginx::Socket when given or installed, else t/lib's runner
 nginx-test: all $(NGINX_BIN) $(REAL_NGINX)
-	@$(if $(filter 1,$(ASAN)),rm -rf $(ASAN_LOG_DIR); mkdir $(ASAN_LOG_DIR);) \
-	inc="-I t/lib"; perl -MTest::Nginx::Socket -e 1 2>/dev/null && inc=; \
-	[ -n "$(TEST_NGINX_LIB)" ] && inc="-I $(TEST_NGINX_LIB)"; \
-	export TEST_NGINX_BINARY=$(NGINX_BIN); \
-	export TEST_NGINX_MODULE=$(CURDIR)/$(MODULE); \
-	$(PROVE) $$inc t/ | tee $(BUILD)/nginx-test.log
-	@! grep -q '^Result: NOTESTS' $(BUILD)/nginx-test.log
+	@$(if $(filter 1,$(ASAN)),rm -rf $(ASAN_LOG_DIR); mkdir $(ASAN_LOG_DIR))
+	TEST_NGINX_LIB=$(TEST_NGINX_LIB) TEST_NGINX_BINARY=$(NGINX_BIN) \
+	TEST_NGINX_MODULE=$(CURDIR)/$(MODULE) t/tools/prove-check \
+	    $(BUILD)/nginx-test.log t/
 
 sim-test:
 	bench/sim/selftest
