@@ -300,7 +300,10 @@ class Nginx:
             return []
         procs = [m] + [k for k in children(m)
                        if cmdline(k).startswith("nginx:")]
-        os.kill(m, sig)
+        try:
+            os.kill(m, sig)
+        except ProcessLookupError:      # it has just exited
+            pass
         deadline = time.monotonic() + (0 if sig == signal.SIGKILL
                                        else STOP_S)
         while time.monotonic() < deadline and pid_alive(m):
