@@ -91,7 +91,7 @@ stop_bg() {
 }
 
 cleanup() {
-    local rc=$? pfx
+    local rc=$?
     trap - EXIT INT TERM
     [ ${#bg[@]} -gt 0 ] && stop_bg "${!bg[@]}"
     [ ${#nginx_prefixes[@]} -gt 0 ] && nginx_stop "${nginx_prefixes[@]}"
