@@ -21,8 +21,9 @@
 # others by their process id.
 #
 # Ports: each check uses 127.0.0.1 ports $port .. $port + 9, $port given
-# by the check (19801, 19811, ... 19841: the project's tests and
-# benchmarks use others).
+# by the check: a block of ten from 19801 (zone-pressure) up to 19891
+# (spread); a new check takes the next free block (19901 next; the
+# project's tests and benchmarks use other ranges).
 
 set -u
 
@@ -427,8 +428,8 @@ probe() {
 # --- logs --------------------------------------------------------------------
 
 # log_check [ERE]: error.log has no [emerg], [alert], [crit], [error] line
-# nor "no memory", except lines matching ERE; prints the count, and the
-# first such lines (nginx's lines: no request body in them)
+# nor "no memory", except lines matching ERE; when it has, prints their
+# count and the first of them (nginx's lines: no request body in them)
 log_check() {
     "$harness" errors "$dir" --also "no memory" ${1:+--allow "$1"} \
         | sed 's/^/  /'
