@@ -123,7 +123,7 @@ bench bench-feedback bench-probes: all $(NGINX_BIN) check-deps
 	    $(or $(subst bench-,,$(filter bench-%,$@)),bench) \
 	    --module $(CURDIR)/$(MODULE) --port-base $(BENCH_PORT) $(BENCH_ARGS)
 
-## make bench-extract   the stage from body to hashes alone, MB/s, ~1 min
+## make bench-extract   the stage from body to hashes alone, MB/s, ~3 min
 bench-extract: $(BUILD)/extract_bench
 	bench/extract/run $<
 

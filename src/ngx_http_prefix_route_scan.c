@@ -26,11 +26,12 @@
 
 /*
  * members of the objects being written as canonical JSON at once, along
- * one path from the outermost, and values of one value written as JSON:
- * more are declined
+ * one path from the outermost, and nodes of the tape (the tools,
+ * functions and system values, and one message's, written as JSON): more
+ * are declined
  */
 #define NGX_HTTP_PREFIX_ROUTE_MEMBERS 256
-#define NGX_HTTP_PREFIX_ROUTE_NODES   4096
+#define NGX_HTTP_PREFIX_ROUTE_NODES   8192
 
 /*
  * tools and functions values whose canonical JSON a worker keeps, and the
@@ -81,15 +82,6 @@ typedef struct {
 } ngx_http_prefix_route_span_t;
 
 
-/* a member the walk writes, found by the scan */
-typedef struct {
-    u_char                          *value;    /* NULL: absent or null */
-    u_char                          *end;      /* past the value */
-    ngx_http_prefix_route_span_t     str;      /* when value is a string */
-    ngx_uint_t                       seen;
-} ngx_http_prefix_route_field_t;
-
-
 /* a tools or functions value as the body had it, and its canonical JSON */
 typedef struct {
     size_t                           len;      /* 0: empty */
@@ -97,6 +89,25 @@ typedef struct {
     u_char                           body[NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE];
     u_char                           json[NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE];
 } ngx_http_prefix_route_tools_t;
+
+
+/* a member the walk writes, found by the scan */
+typedef struct {
+    u_char                          *value;    /* NULL: absent or null */
+    u_char                          *end;      /* past the value */
+    ngx_http_prefix_route_span_t     str;      /* when value is a string */
+    ngx_uint_t                       seen;
+    uint32_t                         node;     /* its tape, or NO_TAPE */
+    ngx_http_prefix_route_tools_t   *kept;     /* its canonical JSON kept */
+} ngx_http_prefix_route_field_t;
+
+
+/* how scan_field() reads a member: written as JSON, as parts, as tools */
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_JSON   0
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_PARTS  1
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_TOOLS  2
+
+#define NGX_HTTP_PREFIX_ROUTE_NO_TAPE     0xffffffff
 
 
 /*
@@ -123,6 +134,9 @@ typedef struct {
     ngx_uint_t                       measure;  /* count the bytes only */
     size_t                           measured;
     ngx_uint_t                       nnodes;   /* of the tape in use */
+    ngx_uint_t                       tape;     /* scan_value() tapes */
+    ngx_uint_t                       untaped;  /* a value it could not */
+    ngx_uint_t                       pinned;   /* kept tools in use, bits */
     ngx_uint_t                       norder;   /* of order[] in use */
     uint32_t                         order[NGX_HTTP_PREFIX_ROUTE_MEMBERS];
 } ngx_http_prefix_route_scan_t;
@@ -169,16 +183,16 @@ static ngx_int_t ngx_http_prefix_route_scan_message(
     ngx_http_prefix_route_scan_t *s);
 static ngx_int_t ngx_http_prefix_route_scan_field(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f,
-    ngx_uint_t depth);
+    ngx_uint_t depth, ngx_uint_t how);
+static ngx_int_t ngx_http_prefix_route_scan_known(
+    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
 static ngx_int_t ngx_http_prefix_route_scan_put(
     ngx_http_prefix_route_scan_t *s, u_char tag,
     ngx_http_prefix_route_field_t *f, ngx_uint_t parts);
 static ngx_int_t ngx_http_prefix_route_scan_parts(
     ngx_http_prefix_route_scan_t *s);
 static ngx_int_t ngx_http_prefix_route_scan_json_at(
-    ngx_http_prefix_route_scan_t *s, u_char *p);
-static ngx_int_t ngx_http_prefix_route_scan_tape(
-    ngx_http_prefix_route_scan_t *s, ngx_uint_t depth);
+    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
 static ngx_int_t ngx_http_prefix_route_scan_json(
     ngx_http_prefix_route_scan_t *s, uint32_t n);
 static ngx_int_t ngx_http_prefix_route_scan_object(
@@ -247,6 +261,9 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     s.measure = 0;
     s.measured = 0;
     s.nnodes = 0;
+    s.tape = 0;
+    s.untaped = 0;
+    s.pinned = 0;
     s.norder = 0;
 
     model.data = NULL;
@@ -289,7 +306,12 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 
         } else if (f != NULL) {
 
-            if (ngx_http_prefix_route_scan_field(&s, f, 1) != NGX_OK) {
+            if (ngx_http_prefix_route_scan_field(&s, f, 1,
+                                  (f == &before[2])
+                                  ? NGX_HTTP_PREFIX_ROUTE_SCAN_PARTS
+                                  : NGX_HTTP_PREFIX_ROUTE_SCAN_TOOLS)
+                != NGX_OK)
+            {
                 return NGX_DECLINED;
             }
 
@@ -507,11 +529,50 @@ ngx_http_prefix_route_scan_segments(ngx_http_prefix_route_scan_t *s,
 
 
 /*
+ * A tools or functions value (an array or object) whose canonical JSON is
+ * kept: its bytes, compared whole at the body's place (no hash can make
+ * two values meet), are passed over unchecked.  The same bytes are the
+ * same value, checked when kept, with the same end: a container ends at
+ * its own closing bracket.  Returns NGX_DECLINED when none is kept.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_known(ngx_http_prefix_route_scan_t *s,
+    ngx_http_prefix_route_field_t *f)
+{
+    size_t                          len;
+    ngx_uint_t                      i;
+    ngx_http_prefix_route_tools_t  *t;
+
+    len = s->last - s->p;
+
+    for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_TOOLS; i++) {
+        t = &ngx_http_prefix_route_scan_tools_kept[i];
+
+        if (t->len != 0 && t->len <= len
+            && ngx_memcmp(t->body, s->p, t->len) == 0)
+        {
+            f->value = s->p;
+            f->end = s->p + t->len;
+            f->kept = t;
+            s->p = f->end;
+            s->pinned |= (ngx_uint_t) 1 << i;
+
+            return NGX_OK;
+        }
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/*
  * The canonical JSON of a tools or functions value (f->value to f->end):
- * the one kept for the same bytes, compared whole (no hash can make two
- * values meet), else written from the body and kept when whole.  The
- * same bytes give the same JSON, so the kept one is what the writer
- * would write; a value it declined is never kept.
+ * the one kept for its bytes (scan_known()), else written from the body
+ * and kept when whole, an array or object.  The same bytes give the same
+ * JSON, so the kept one is what the writer would write; a value it
+ * declined is never kept.  A slot another member of the body uses is not
+ * taken.
  */
 
 static ngx_int_t
@@ -519,41 +580,43 @@ ngx_http_prefix_route_scan_tools(ngx_http_prefix_route_scan_t *s,
     ngx_http_prefix_route_field_t *f)
 {
     size_t                          len, start;
-    ngx_uint_t                      i;
     ngx_http_prefix_route_tools_t  *t;
 
     static ngx_uint_t  next;
 
-    len = f->end - f->value;
-
-    for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_TOOLS; i++) {
-        t = &ngx_http_prefix_route_scan_tools_kept[i];
-
-        if (t->len == len && ngx_memcmp(t->body, f->value, len) == 0) {
-            ngx_http_prefix_route_scan_write(s, t->json, t->json_len);
-            return NGX_OK;
-        }
+    if (f->kept != NULL) {
+        ngx_http_prefix_route_scan_write(s, f->kept->json, f->kept->json_len);
+        return NGX_OK;
     }
 
+    len = f->end - f->value;
     start = s->pr->len;
 
-    if (ngx_http_prefix_route_scan_json_at(s, f->value) != NGX_OK) {
+    if (ngx_http_prefix_route_scan_json_at(s, f) != NGX_OK) {
         return NGX_DECLINED;
     }
 
     if (s->measure || s->stop || len > NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE
-        || s->pr->len - start > NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE)
+        || s->pr->len - start > NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE
+        || (*f->value != '[' && *f->value != '{'))
     {
         return NGX_OK;
     }
 
+    while (s->pinned & ((ngx_uint_t) 1 << next)) {
+        next = (next + 1) % NGX_HTTP_PREFIX_ROUTE_TOOLS;
+    }
+
     t = &ngx_http_prefix_route_scan_tools_kept[next];
+    s->pinned |= (ngx_uint_t) 1 << next;
     next = (next + 1) % NGX_HTTP_PREFIX_ROUTE_TOOLS;
 
     t->len = len;
     t->json_len = s->pr->len - start;
     ngx_memcpy(t->body, f->value, len);
     ngx_memcpy(t->json, s->pr->buf + start, t->json_len);
+
+    f->kept = t;
 
     return NGX_OK;
 }
@@ -624,7 +687,7 @@ ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
     size_t                           start;
     ngx_int_t                        rc;
     ngx_str_t                       *name;
-    ngx_uint_t                       i, string;
+    ngx_uint_t                       i, string, top;
     ngx_http_prefix_route_span_t     key, *role;
     ngx_http_prefix_route_field_t    f[5], *v;
     ngx_http_prefix_route_prompt_t  *pr;
@@ -634,6 +697,10 @@ ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
     }
 
     ngx_memzero(f, sizeof(f));
+
+    /* its values' tapes are dropped once it is written */
+
+    top = s->nnodes;
 
     ngx_http_prefix_route_scan_ws(s);
 
@@ -659,8 +726,11 @@ ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
 
             /* other members the walk passes over */
 
-            rc = (v != NULL) ? ngx_http_prefix_route_scan_field(s, v, 3)
-                             : ngx_http_prefix_route_scan_value(s, 3);
+            rc = (v == NULL) ? ngx_http_prefix_route_scan_value(s, 3)
+                 : ngx_http_prefix_route_scan_field(s, v, 3,
+                                          (v == &f[2])
+                                          ? NGX_HTTP_PREFIX_ROUTE_SCAN_PARTS
+                                          : NGX_HTTP_PREFIX_ROUTE_SCAN_JSON);
 
             if (rc != NGX_OK) {
                 return NGX_DECLINED;
@@ -681,6 +751,7 @@ ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
     /* the walk leaves the messages after a full buffer alone */
 
     if (s->stop) {
+        s->nnodes = top;
         return NGX_OK;
     }
 
@@ -700,8 +771,7 @@ ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
         if (f[0].value == NULL) {
             ngx_http_prefix_route_scan_write(s, (u_char *) "null", 4);
 
-        } else if (ngx_http_prefix_route_scan_json_at(s, f[0].value)
-                   != NGX_OK)
+        } else if (ngx_http_prefix_route_scan_json_at(s, &f[0]) != NGX_OK)
         {
             return NGX_DECLINED;
         }
@@ -734,44 +804,80 @@ ngx_http_prefix_route_scan_message(ngx_http_prefix_route_scan_t *s)
         pr->nanswers++;
     }
 
+    s->nnodes = top;
+
     return NGX_OK;
 }
 
 
 /*
  * A member the walk writes: checked, and its place kept; null is absent.
- * A member given twice (jansson keeps the last) is declined.
+ * A member given twice (jansson keeps the last) is declined.  An array or
+ * object to be written as JSON (not content parts) is put on the tape as
+ * it is checked, found once; tools may be known (scan_known()).
  */
 
 static ngx_int_t
 ngx_http_prefix_route_scan_field(ngx_http_prefix_route_scan_t *s,
-    ngx_http_prefix_route_field_t *f, ngx_uint_t depth)
+    ngx_http_prefix_route_field_t *f, ngx_uint_t depth, ngx_uint_t how)
 {
+    ngx_int_t   rc;
+    ngx_uint_t  top;
+
     if (f->seen || s->p == s->last) {
         return NGX_DECLINED;
     }
 
     f->seen = 1;
+    f->node = NGX_HTTP_PREFIX_ROUTE_NO_TAPE;
 
     if (s->last - s->p >= 4 && ngx_strncmp(s->p, "null", 4) == 0) {
         s->p += 4;
         return NGX_OK;
     }
 
-    f->value = s->p;
-
     if (*s->p == '"') {
+        f->value = s->p;
+
         if (ngx_http_prefix_route_scan_string(s, &f->str) != NGX_OK) {
             return NGX_DECLINED;
         }
 
-    } else if (ngx_http_prefix_route_scan_value(s, depth) != NGX_OK) {
-        return NGX_DECLINED;
+        f->end = s->p;
+
+        return NGX_OK;
     }
+
+    if (how == NGX_HTTP_PREFIX_ROUTE_SCAN_TOOLS
+        && ngx_http_prefix_route_scan_known(s, f) == NGX_OK)
+    {
+        return NGX_OK;
+    }
+
+    f->value = s->p;
+    top = s->nnodes;
+
+    /* a message after a full buffer is not written; the top level is */
+
+    s->tape = (!s->stop || depth == 1)
+              && (*s->p == '{'
+                  || (*s->p == '[' && how != NGX_HTTP_PREFIX_ROUTE_SCAN_PARTS));
+    s->untaped = 0;
+
+    rc = ngx_http_prefix_route_scan_value(s, depth);
+
+    if (s->tape && !s->untaped) {
+        f->node = top;
+
+    } else {
+        s->nnodes = top;
+    }
+
+    s->tape = 0;
 
     f->end = s->p;
 
-    return NGX_OK;
+    return rc;
 }
 
 
@@ -798,7 +904,7 @@ ngx_http_prefix_route_scan_put(ngx_http_prefix_route_scan_t *s, u_char tag,
 
     if (!parts || *f->value != '[') {
         ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_FS);
-        return ngx_http_prefix_route_scan_json_at(s, f->value);
+        return ngx_http_prefix_route_scan_json_at(s, f);
     }
 
     p = s->p;
@@ -904,123 +1010,44 @@ static ngx_http_prefix_route_node_t
     ngx_http_prefix_route_scan_nodes[NGX_HTTP_PREFIX_ROUTE_NODES];
 
 
-/* the canonical JSON of the checked value at p */
-
-static ngx_int_t
-ngx_http_prefix_route_scan_json_at(ngx_http_prefix_route_scan_t *s, u_char *p)
-{
-    u_char     *save;
-    ngx_int_t   rc;
-
-    save = s->p;
-    s->p = p;
-    s->nnodes = 0;
-
-    rc = ngx_http_prefix_route_scan_tape(s, 1);
-
-    if (rc == NGX_OK) {
-        rc = ngx_http_prefix_route_scan_json(s, 0);
-    }
-
-    s->p = save;
-
-    return rc;
-}
-
-
 /*
- * A checked value (every value written as JSON was checked by
- * ngx_http_prefix_route_scan_value() first) put on the tape, each of its
- * values a node: strings and scalars found once, not once for each level
- * of nesting, as sorting an object's members would take otherwise.  A
- * real number is declined: jansson prints it from a double ("%.17g").
+ * The canonical JSON of a checked member: from its tape, or, for a scalar,
+ * from one put on the tape's top now and dropped after.  A container the
+ * tape could not hold when checked is declined again here.
  */
 
 static ngx_int_t
-ngx_http_prefix_route_scan_tape(ngx_http_prefix_route_scan_t *s,
-    ngx_uint_t depth)
+ngx_http_prefix_route_scan_json_at(ngx_http_prefix_route_scan_t *s,
+    ngx_http_prefix_route_field_t *f)
 {
-    u_char                         c, close;
-    uint32_t                       n, child;
-    ngx_int_t                      rc;
-    ngx_http_prefix_route_span_t   sp, key;
-    ngx_http_prefix_route_node_t  *node;
+    u_char      *save;
+    ngx_int_t    rc;
+    ngx_uint_t   top;
 
-    if (s->nnodes == NGX_HTTP_PREFIX_ROUTE_NODES
-        || depth > NGX_HTTP_PREFIX_ROUTE_SCAN_DEPTH)
-    {
-        return NGX_DECLINED;
+    if (f->node != NGX_HTTP_PREFIX_ROUTE_NO_TAPE) {
+        return ngx_http_prefix_route_scan_json(s, f->node);
     }
 
-    n = s->nnodes++;
-    node = &ngx_http_prefix_route_scan_nodes[n];
+    save = s->p;
+    s->p = f->value;
+    top = s->nnodes;
+    s->tape = 1;
+    s->untaped = 0;
 
-    node->key = NULL;
-    node->klen = 0;
-    node->value = s->p;
-    node->escaped = 0;
+    rc = ngx_http_prefix_route_scan_value(s, 1);
 
-    c = *s->p;
+    if (rc == NGX_OK && !s->untaped) {
+        rc = ngx_http_prefix_route_scan_json(s, top);
 
-    if (c == '"') {
-        ngx_http_prefix_route_scan_span(s, &sp);
-        node->len = sp.len;
-        node->escaped = sp.escaped;
-        goto done;
+    } else {
+        rc = NGX_DECLINED;
     }
 
-    if (c != '{' && c != '[') {
-        ngx_http_prefix_route_scan_skip(s);
-        node->len = s->p - node->value;
+    s->tape = 0;
+    s->nnodes = top;
+    s->p = save;
 
-        if (ngx_strlchr(node->value, s->p, '.') != NULL) {
-            return NGX_DECLINED;
-        }
-
-        goto done;
-    }
-
-    close = (c == '{') ? '}' : ']';
-
-    s->p++;
-    ngx_http_prefix_route_scan_ws(s);
-
-    if (*s->p == close) {
-        s->p++;
-        goto done;
-    }
-
-    do {
-        ngx_http_prefix_route_scan_ws(s);
-
-        if (c == '{') {
-            /* a checked key has no escape */
-            ngx_http_prefix_route_scan_span(s, &key);
-            ngx_http_prefix_route_scan_ws(s);
-            s->p++;
-            ngx_http_prefix_route_scan_ws(s);
-        }
-
-        child = s->nnodes;
-
-        if (ngx_http_prefix_route_scan_tape(s, depth + 1) != NGX_OK) {
-            return NGX_DECLINED;
-        }
-
-        if (c == '{') {
-            ngx_http_prefix_route_scan_nodes[child].key = key.data;
-            ngx_http_prefix_route_scan_nodes[child].klen = key.len;
-        }
-
-        rc = ngx_http_prefix_route_scan_next(s, close);
-
-    } while (rc == NGX_AGAIN);
-
-done:
-
-    node->end = s->nnodes;
-
-    return NGX_OK;
+    return rc;
 }
 
 
@@ -1117,7 +1144,12 @@ ngx_http_prefix_route_scan_object(ngx_http_prefix_route_scan_t *s,
 
         for (j = k; j > base; j--) {
             a = &nodes[m[j - 1]];
-            c = ngx_memcmp(a->key, b->key, ngx_min(a->klen, b->klen));
+
+            /* most keys differ in their first byte: no call for them */
+
+            c = (a->klen == 0 || b->klen == 0 || a->key[0] == b->key[0])
+                ? ngx_memcmp(a->key, b->key, ngx_min(a->klen, b->klen))
+                : a->key[0] - b->key[0];
 
             if (c == 0 && a->klen == b->klen) {
                 return NGX_DECLINED;
@@ -1141,13 +1173,21 @@ ngx_http_prefix_route_scan_object(ngx_http_prefix_route_scan_t *s,
             ngx_http_prefix_route_scan_byte(s, ',');
         }
 
-        /* a key has no escape, so no byte jansson would escape */
+        /*
+         * a key has no escape, so no byte jansson would escape; "key":
+         * is written from the body in one piece where it is there whole
+         */
 
         a = &nodes[m[k]];
 
-        ngx_http_prefix_route_scan_byte(s, '"');
-        ngx_http_prefix_route_scan_write(s, a->key, a->klen);
-        ngx_http_prefix_route_scan_write(s, (u_char *) "\":", 2);
+        if (a->key[a->klen + 1] == ':') {
+            ngx_http_prefix_route_scan_write(s, a->key - 1, a->klen + 3);
+
+        } else {
+            ngx_http_prefix_route_scan_byte(s, '"');
+            ngx_http_prefix_route_scan_write(s, a->key, a->klen);
+            ngx_http_prefix_route_scan_write(s, (u_char *) "\":", 2);
+        }
 
         if (ngx_http_prefix_route_scan_json(s, m[k]) != NGX_OK) {
             return NGX_DECLINED;
@@ -1214,18 +1254,43 @@ ngx_http_prefix_route_scan_escape(ngx_http_prefix_route_scan_t *s,
 }
 
 
-/* any JSON value jansson reads, checked and passed over */
+/*
+ * Any JSON value jansson reads, checked and passed over; with s->tape, put
+ * on the tape too, each of its values a node in document order, its own
+ * nodes after it: strings and scalars found once, not once for each level
+ * of nesting, as sorting an object's members would take otherwise.  A
+ * value the tape cannot hold (more nodes than it has, a real number)
+ * leaves s->untaped set.
+ */
 
 static ngx_int_t
 ngx_http_prefix_route_scan_value(ngx_http_prefix_route_scan_t *s,
     ngx_uint_t depth)
 {
     u_char                        c, close;
+    uint32_t                      child;
     ngx_int_t                     rc;
     ngx_http_prefix_route_span_t  sp;
+    ngx_http_prefix_route_node_t  *node;
 
     if (s->p == s->last || depth > NGX_HTTP_PREFIX_ROUTE_SCAN_DEPTH) {
         return NGX_DECLINED;
+    }
+
+    node = NULL;
+
+    if (s->tape) {
+        if (s->nnodes == NGX_HTTP_PREFIX_ROUTE_NODES) {
+            s->tape = 0;
+            s->untaped = 1;
+
+        } else {
+            node = &ngx_http_prefix_route_scan_nodes[s->nnodes++];
+            node->key = NULL;
+            node->klen = 0;
+            node->value = s->p;
+            node->escaped = 0;
+        }
     }
 
     c = *s->p;
@@ -1233,38 +1298,43 @@ ngx_http_prefix_route_scan_value(ngx_http_prefix_route_scan_t *s,
     switch (c) {
 
     case '"':
-        return ngx_http_prefix_route_scan_string(s, &sp);
+        rc = ngx_http_prefix_route_scan_string(s, &sp);
+
+        if (node != NULL) {
+            node->len = sp.len;
+            node->escaped = sp.escaped;
+        }
+
+        goto done;
 
     case 't':
-        if (s->last - s->p >= 4 && ngx_strncmp(s->p, "true", 4) == 0) {
-            s->p += 4;
-            return NGX_OK;
+    case 'n':
+        if (s->last - s->p < 4
+            || ngx_strncmp(s->p, ((c == 't') ? "true" : "null"), 4) != 0)
+        {
+            return NGX_DECLINED;
         }
 
-        return NGX_DECLINED;
+        s->p += 4;
+        rc = NGX_OK;
+        goto scalar;
 
     case 'f':
-        if (s->last - s->p >= 5 && ngx_strncmp(s->p, "false", 5) == 0) {
-            s->p += 5;
-            return NGX_OK;
+        if (s->last - s->p < 5 || ngx_strncmp(s->p, "false", 5) != 0) {
+            return NGX_DECLINED;
         }
 
-        return NGX_DECLINED;
-
-    case 'n':
-        if (s->last - s->p >= 4 && ngx_strncmp(s->p, "null", 4) == 0) {
-            s->p += 4;
-            return NGX_OK;
-        }
-
-        return NGX_DECLINED;
+        s->p += 5;
+        rc = NGX_OK;
+        goto scalar;
 
     case '{':
     case '[':
         break;
 
     default:
-        return ngx_http_prefix_route_scan_number(s);
+        rc = ngx_http_prefix_route_scan_number(s);
+        goto scalar;
     }
 
     close = (c == '{') ? '}' : ']';
@@ -1274,21 +1344,56 @@ ngx_http_prefix_route_scan_value(ngx_http_prefix_route_scan_t *s,
 
     if (s->p < s->last && *s->p == close) {
         s->p++;
-        return NGX_OK;
+        rc = NGX_OK;
+        goto done;
     }
 
     do {
         ngx_http_prefix_route_scan_ws(s);
 
-        if ((c == '{' && ngx_http_prefix_route_scan_key(s, &sp) != NGX_OK)
-            || ngx_http_prefix_route_scan_value(s, depth + 1) != NGX_OK)
-        {
+        if (c == '{' && ngx_http_prefix_route_scan_key(s, &sp) != NGX_OK) {
             return NGX_DECLINED;
+        }
+
+        child = s->nnodes;
+
+        if (ngx_http_prefix_route_scan_value(s, depth + 1) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+
+        if (c == '{' && s->tape) {
+            ngx_http_prefix_route_scan_nodes[child].key = sp.data;
+            ngx_http_prefix_route_scan_nodes[child].klen = sp.len;
         }
 
         rc = ngx_http_prefix_route_scan_next(s, close);
 
     } while (rc == NGX_AGAIN);
+
+    goto done;
+
+scalar:
+
+    if (rc != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    if (node != NULL) {
+        node->len = s->p - node->value;
+
+        /* jansson prints a real number from a double ("%.17g") */
+
+        if (ngx_strlchr(node->value, s->p, '.') != NULL) {
+            s->tape = 0;
+            s->untaped = 1;
+        }
+    }
+
+done:
+
+    if (node != NULL) {
+        node->end = s->nnodes;
+    }
 
     return rc;
 }

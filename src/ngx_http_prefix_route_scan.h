@@ -32,9 +32,11 @@
  * than 32, a member the walk reads given twice, non-text content parts,
  * Responses and legacy bodies; docs/design.md lists them): the fast path
  * never accepts a body jansson refuses.  The fuzzer checks both claims
- * (fuzz/prompt_fuzzer.c).  Never allocates: a value written as canonical
- * JSON is put on a static tape of 4096 nodes, its objects' members sorted
- * through an array of 256 on the stack; more are declined.  Not
+ * (fuzz/prompt_fuzzer.c).  Never allocates: the values written as canonical
+ * JSON are put on a static tape of 8192 nodes as they are checked (the
+ * tools, functions and system values, and one message's at a time), their
+ * objects' members sorted through an array of 256 on the stack; more are
+ * declined.  Not
  * reentrant (the tape): one body at a time, as a worker reads them.
  */
 ngx_int_t ngx_http_prefix_route_scan(u_char *p, size_t len,
@@ -43,9 +45,9 @@ ngx_int_t ngx_http_prefix_route_scan(u_char *p, size_t len,
 /*
  * The fast path keeps the canonical JSON of the last 4 tools or functions
  * values it wrote (up to 32 KiB each, 256 KiB in all, static), found again
- * by comparing the body's bytes whole: an agent sends the same tools on
- * every turn.  This forgets them, for a test or a benchmark of the first
- * sight of a value.  Never fails.
+ * by comparing the body's bytes whole, and then not checked again: an
+ * agent sends the same tools on every turn.  This forgets them, for a
+ * test or a benchmark of the first sight of a value.  Never fails.
  */
 void ngx_http_prefix_route_scan_forget(void);
 

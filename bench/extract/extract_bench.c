@@ -17,9 +17,10 @@
  * bytes a second) and us a body for each.  The stage is timed twice: as
  * an agent's turns meet it (the fast path keeps the canonical JSON of the
  * tools it saw last), and with that forgotten before each body ("first").
- * With -s, only the stage runs, for a profile of it alone (perf record).
+ * With -s, only the stage runs, for a profile of it alone (perf record);
+ * with -f, only the stage with the tools first seen.
  *
- * Usage: extract_bench [-s] body.json...
+ * Usage: extract_bench [-s | -f] body.json...
  */
 
 
@@ -78,9 +79,11 @@ main(int argc, char **argv)
     printf("# body bytes, path, then MB/s and us a body: stage, parse, "
            "prompt, hashes, stage with the tools first seen\n");
 
-    only = (argc > 1 && strcmp(argv[1], "-s") == 0);
+    only = (argc > 1 && (strcmp(argv[1], "-s") == 0
+                         || strcmp(argv[1], "-f") == 0))
+           ? argv[1][1] : 0;
 
-    for (i = 1 + only; i < argc; i++) {
+    for (i = 1 + (only != 0); i < argc; i++) {
         f = fopen(argv[i], "rb");
         if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) <= 0)
         {
@@ -118,10 +121,11 @@ main(int argc, char **argv)
         pr.len = 0;
         fast = (ngx_http_prefix_route_scan(b.body, b.len, &pr) == NGX_OK);
 
-        t[0] = bench_run(bench_stage, &b);
+        t[0] = bench_run(only == 'f' ? bench_first : bench_stage, &b);
 
         if (only) {
-            printf("%s %zu stage %.0f MB/s %.1f us\n", argv[i], b.len,
+            printf("%s %zu %s %.0f MB/s %.1f us\n", argv[i], b.len,
+                   only == 'f' ? "first" : "stage",
                    b.len / t[0] / 1e6, t[0] * 1e6);
             json_decref(b.root);
             free(b.body);

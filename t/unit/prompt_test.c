@@ -31,7 +31,7 @@
 #define US   "\x1f"
 #define DG   "\x01"     /* stands for the 16 hex digits of a part digest */
 
-#define TEST_SIZE   8192
+#define TEST_SIZE   32768
 #define TEST_CANARY 0xa5
 
 #define test_is(name, json, expect)                                           \
@@ -679,6 +679,94 @@ main(void)
               "bytes as tools",
               "{'messages':[{'role':'user','content':'q'}],"
               "'functions':[{'name':'f','input_schema':{'b':1,'a':[3]}}]}");
+
+    /*
+     * known tools written again (the cap makes the fast path measure and
+     * rewrite its segments) while new functions are kept beside them: the
+     * new ones must not take the known ones' place
+     */
+
+    {
+        char        body[256];
+        size_t      cap, differ;
+        test_out_t  out;
+        ngx_uint_t  i, ok;
+
+        ok = 1;
+        differ = test_fast_differ;
+
+        for (i = 0; i < 6; i++) {
+            sprintf(body, "{'messages':[{'role':'user','content':'q'}],"
+                    "'tools':[{'name':'t','input_schema':{'b':1,'a':2}}],"
+                    "'functions':[{'name':'f%d','parameters':{}}]}",
+                    (int) i);
+
+            test_build(body, TEST_SIZE, &out);
+            cap = out.len + 1;
+
+            sprintf(body, "{'messages':[{'role':'user','content':'q'}],"
+                    "'tools':[{'name':'t','input_schema':{'b':1,'a':2}}],"
+                    "'functions':[{'name':'g%d','parameters':{}}]}",
+                    (int) i);
+
+            test_build(body, cap, &out);
+            ok = ok && out.fast == NGX_OK;
+        }
+
+        test_ok(ok && test_fast_differ == differ,
+                "fast path: known tools rewritten while new functions "
+                "are kept");
+    }
+
+    /* a scalar is never known: its bytes could begin a longer one */
+
+    test_fast("fast path: tools 12", "{'messages':[],'tools':12}");
+    test_fast("fast path: tools 123 after tools 12",
+              "{'messages':[],'tools':123}");
+
+    /*
+     * tools and a message's tool calls checked onto one tape: written
+     * from it when both fit, else declined, never written otherwise
+     */
+
+    {
+        char        body[TEST_SIZE], name[128], *p;
+        size_t      differ;
+        ngx_uint_t  i, n, m;
+        test_out_t  out;
+
+        for (n = 3000; n <= 7000; n += 4000) {
+            for (m = 500; m <= 2000; m += 1500) {
+                p = body + sprintf(body, "{'tools':[");
+
+                for (i = 0; i < n; i++) {
+                    p += sprintf(p, i ? ",0" : "0");
+                }
+
+                p += sprintf(p, "],'messages':[{'role':'assistant',"
+                             "'tool_calls':[");
+
+                for (i = 0; i < m; i++) {
+                    p += sprintf(p, i ? ",1" : "1");
+                }
+
+                sprintf(p, "]}]}");
+
+                ngx_http_prefix_route_scan_forget();
+                differ = test_fast_differ;
+                test_build(body, TEST_SIZE, &out);
+
+                sprintf(name, "fast path: tools of %d nodes and tool calls "
+                        "of %d on one tape of 8192: %s", (int) n + 1,
+                        (int) m + 1, (n + m + 2 <= 8192) ? "written"
+                                                          : "declined");
+
+                test_ok(out.rc == NGX_OK
+                        && (out.fast == NGX_OK) == (n + m + 2 <= 8192)
+                        && test_fast_differ == differ, name);
+            }
+        }
+    }
 
     test_fast("fast path: anthropic-python body (max_tokens, messages, "
               "model, system blocks, tools; content blocks)",
