@@ -1267,10 +1267,10 @@ static ngx_int_t
 ngx_http_prefix_route_scan_value(ngx_http_prefix_route_scan_t *s,
     ngx_uint_t depth)
 {
-    u_char                        c, close;
-    uint32_t                      child;
-    ngx_int_t                     rc;
-    ngx_http_prefix_route_span_t  sp;
+    u_char                         c, close;
+    uint32_t                       child;
+    ngx_int_t                      rc;
+    ngx_http_prefix_route_span_t   sp;
     ngx_http_prefix_route_node_t  *node;
 
     if (s->p == s->last || depth > NGX_HTTP_PREFIX_ROUTE_SCAN_DEPTH) {
