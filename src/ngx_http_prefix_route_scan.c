@@ -1012,8 +1012,9 @@ static ngx_http_prefix_route_node_t
 
 /*
  * The canonical JSON of a checked member: from its tape, or, for a scalar,
- * from one put on the tape's top now and dropped after.  A container the
- * tape could not hold when checked is declined again here.
+ * from one put on the tape's top now and dropped after.  A container
+ * written is taped when checked unless the tape could not hold it (too
+ * many nodes, a real number): it is declined without reading it again.
  */
 
 static ngx_int_t
@@ -1026,6 +1027,10 @@ ngx_http_prefix_route_scan_json_at(ngx_http_prefix_route_scan_t *s,
 
     if (f->node != NGX_HTTP_PREFIX_ROUTE_NO_TAPE) {
         return ngx_http_prefix_route_scan_json(s, f->node);
+    }
+
+    if (*f->value == '{' || *f->value == '[') {
+        return NGX_DECLINED;
     }
 
     save = s->p;
