@@ -28,14 +28,6 @@
 #define NGX_HTTP_PREFIX_ROUTE_MAX_ZONE      ((off_t) 32768 * 1024 * 1024)
 
 /*
- * Prefill work charged to a request besides its uncached prompt, in bytes
- * of prompt: the 15-30 ms fixed cost of a step measured for Llama-3-8B on
- * an H100 at 30-40 us a token is 500-750 tokens, ~2 KiB at 4 bytes a token
- * (figures collected in docs/design.md, "Choosing a server").
- */
-#define NGX_HTTP_PREFIX_ROUTE_REQUEST_COST  2048
-
-/*
  * Holders the index lookup visits at most for an upstream of n servers:
  * each server's deepest block, then a margin; a shared prefix held by
  * most servers takes n (docs/design.md, "Bounded work").
@@ -1184,9 +1176,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
             (void) ngx_http_prefix_route_probe_foreign(prcf, sp, &waiting,
                                                        &running);
-            c->inflight += waiting + running;
-            c->decoding += running;
             c->others = waiting;
+            c->others_running = running;
 
         } else {
             c->queued = 0;
@@ -1195,17 +1186,14 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
             c->decoding = 0;
             c->cached = 0;
             c->others = 0;
+            c->others_running = 0;
         }
     }
 
     hold = ngx_http_prefix_route_clock() - t;
     ngx_shmtx_unlock(&shpool->mutex);
 
-    /*
-     * choose; a request other clients queued on a server is as much
-     * prefill work as the zone's own queued requests there are on
-     * average, this one counted as one of them
-     */
+    /* choose */
 
     longest = 0;
 
@@ -1213,13 +1201,6 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         c = &prcf->cand[i];
 
         c->match = prcf->held[i] * prcf->block;
-
-        if (c->others) {
-            c->queued += c->others
-                         * (c->queued + ctx->len
-                            + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST)
-                         / (c->inflight - c->decoding - c->others + 1);
-        }
 
         if (c->usable && c->match > longest) {
             longest = c->match;

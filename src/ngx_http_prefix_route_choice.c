@@ -32,6 +32,8 @@
 #define NGX_HTTP_PREFIX_ROUTE_IMBALANCE    15
 
 
+static void ngx_http_prefix_route_others(ngx_http_prefix_route_candidate_t *c,
+    ngx_uint_t n, size_t len);
 static ngx_int_t ngx_http_prefix_route_ttft(
     ngx_http_prefix_route_candidate_t *c, ngx_uint_t n, size_t len,
     size_t expect, ngx_http_prefix_route_choice_t *conf);
@@ -47,11 +49,54 @@ ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
     ngx_uint_t n, size_t len, size_t expect,
     ngx_http_prefix_route_choice_t *conf)
 {
+    ngx_http_prefix_route_others(c, n, len);
+
     if (conf->policy == NGX_HTTP_PREFIX_ROUTE_POLICY_CACHE_AWARE) {
         return ngx_http_prefix_route_cache_aware(c, n);
     }
 
     return ngx_http_prefix_route_ttft(c, n, len, expect, conf);
+}
+
+
+static void
+ngx_http_prefix_route_others(ngx_http_prefix_route_candidate_t *c,
+    ngx_uint_t n, size_t len)
+{
+    ngx_uint_t  i, waiting, running, queued;
+
+    waiting = NGX_MAX_UINT32_VALUE;
+    running = NGX_MAX_UINT32_VALUE;
+
+    for (i = 0; i < n; i++) {
+
+        if (c[i].usable) {
+            waiting = ngx_min(waiting, c[i].others);
+            running = ngx_min(running, c[i].others_running);
+        }
+    }
+
+    for (i = 0; i < n; i++) {
+
+        if (!c[i].usable) {
+            continue;
+        }
+
+        c[i].others -= waiting;
+        c[i].others_running -= running;
+
+        if (c[i].others) {
+            queued = c[i].inflight - c[i].decoding;
+
+            c[i].queued += c[i].others
+                           * (c[i].queued + (double) len
+                              + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST)
+                           / (queued + 1);
+        }
+
+        c[i].inflight += c[i].others + c[i].others_running;
+        c[i].decoding += c[i].others_running;
+    }
 }
 
 

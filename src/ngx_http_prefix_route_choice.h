@@ -21,6 +21,15 @@
 #define NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS  8192
 
 
+/*
+ * Prefill work charged to a request besides its uncached prompt, in bytes
+ * of prompt: the 15-30 ms fixed cost of a step measured for Llama-3-8B on
+ * an H100 at 30-40 us a token is 500-750 tokens, ~2 KiB at 4 bytes a token
+ * (figures collected in docs/design.md, "Choosing a server").
+ */
+#define NGX_HTTP_PREFIX_ROUTE_REQUEST_COST  2048
+
+
 /* prefix_route policy=: how a server is chosen */
 typedef enum {
     NGX_HTTP_PREFIX_ROUTE_POLICY_TTFT = 0,
@@ -51,9 +60,9 @@ typedef struct {
     double          outstanding; /* prompt bytes of its requests in flight */
     ngx_uint_t      inflight;    /* requests in flight */
     ngx_uint_t      decoding;    /* of which answering (past prefill) */
-    ngx_uint_t      others;      /* of which other clients' and queued, by
-                                    the engine's gauges: the caller adds
-                                    their work to "queued" */
+    ngx_uint_t      others;      /* other clients' requests queued there,
+                                    by the engine's gauges */
+    ngx_uint_t      others_running; /* other clients' requests running */
     size_t          match;       /* bytes of this prompt it holds */
     ngx_uint_t      cached;      /* blocks the index has on it */
     ngx_int_t       weight;      /* server weight, >= 1 */
@@ -91,6 +100,14 @@ typedef struct {
  * servers' requests in flight differ by more than 15, the least
  * outstanding prompt bytes; otherwise the longest match, ties to the
  * least outstanding bytes, then the highest rank.  cost = outstanding.
+ *
+ * Other clients' requests count only as far as a server has more of them
+ * than the usable server with the fewest: what every server carries alike
+ * delays each choice alike and changes none, while the readings' noise
+ * would.  Then those queued are each as much work as the server's own
+ * queued requests on average, this one counted, and all are in flight;
+ * those running are decoding.  "queued", "inflight" and "decoding" are
+ * changed so.
  *
  * Returns the index of the chosen candidate, or NGX_ERROR (-1) when none
  * is usable.

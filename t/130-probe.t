@@ -175,8 +175,21 @@ b1 reports 50 requests waiting that no request of this nginx sent; b2 none.
 
 
 
-=== TEST 7: with load=off the gauges are shown but others' queue does not count
-The same engines as the previous test: new prompts go to both servers.
+=== TEST 7: others' queue alike on every server changes no choice
+Both report 50 requests waiting that no request of this nginx sent: new
+prompts go to both servers, as without the gauges.
+--- http_config eval
+::probed($::Probe, 1, 2) . ::engine(1, ::vllm(50, 8, 0.9, 1)) . ::engine(2, ::vllm(50, 8, 0.9, 1))
+--- request eval
+["GET /sleep", (map { ::ask("p$_") } 1 .. 8), "GET /status"]
+--- response_body_like eval
+["ok", ("^b[12]\n\\z") x 8,
+ qr/"requests":[1-9]\d*,[^{}]*"engine":\{"waiting":50,.*"requests":[1-9]\d*,[^{}]*"engine":\{"waiting":50,/s]
+
+
+
+=== TEST 8: with load=off the gauges are shown but others' queue does not count
+The engines of test 6: new prompts go to both servers.
 --- http_config eval
 ::probed("$::Probe load=off", 1, 2) . ::engine(1, ::vllm(50, 8, 0.9, 1)) . ::engine(2, ::vllm(0, 0, 0.1, 1))
 --- request eval
@@ -187,7 +200,7 @@ The same engines as the previous test: new prompts go to both servers.
 
 
 
-=== TEST 8: an engine whose counter falls has restarted: the index forgets its blocks
+=== TEST 9: an engine whose counter falls has restarted: the index forgets its blocks
 b1's prompt counter reads 1000, then 5 once the flag "restarted" is set:
 the prompt held before is a MISS again.
 --- http_config eval
@@ -210,7 +223,7 @@ the prompt held before is a MISS again.
 
 
 
-=== TEST 9: a page that hangs fails after the timeout, while the worker goes on serving
+=== TEST 10: a page that hangs fails after the timeout, while the worker goes on serving
 b1's page never comes within the timeout; requests go on being answered
 at once, and b1 is then passed over.
 --- http_config eval
@@ -228,7 +241,7 @@ at once, and b1 is then passed over.
 
 
 
-=== TEST 10: garbage and an HTML page are answers, not readings: the server stays up, balanced by the zone's own figures
+=== TEST 11: garbage and an HTML page are answers, not readings: the server stays up, balanced by the zone's own figures
 --- http_config eval
 ::probed($::Probe, 1, 2)
 . ::engine(1, 'return 200 "\x01\x02 garbage {{{ }}}\nvllm:num_requests_running NaN\n";')
@@ -245,7 +258,7 @@ at once, and b1 is then passed over.
 
 
 
-=== TEST 11: a 10 MB page is read no further than max_size; the worker goes on serving
+=== TEST 12: a 10 MB page is read no further than max_size; the worker goes on serving
 --- http_config eval
 ::probed("$::Probe max_size=64k", 1, 2)
 . ::engine(1, 'echo_duplicate 1048576 "vllm:num_requests_running 1\n";')
@@ -261,7 +274,7 @@ at once, and b1 is then passed over.
 
 
 
-=== TEST 12: a server that closes the connection without an answer fails its probe
+=== TEST 13: a server that closes the connection without an answer fails its probe
 --- http_config eval
 ::probed($::Probe, 1, 2) . ::engine(1, 'return 444;') . ::engine(2, ::vllm(0, 0, 0, 1))
 --- request eval
@@ -275,7 +288,7 @@ at once, and b1 is then passed over.
 
 
 
-=== TEST 13: a server that refuses connections fails its probe and is passed over
+=== TEST 14: a server that refuses connections fails its probe and is passed over
 --- http_config eval
 ::probed($::Probe, 1, 2) . ::engine(1, ::vllm(0, 0, 0, 1))
 --- request eval

@@ -1488,7 +1488,7 @@ def cmd_probes(a):
             path = generate(wl, spec)
             bnd = bound(path, BACKENDS)["hit_rate"]
             out["workloads"][wl] = {"bound": bnd}
-            for how, to in PROBE_DIRECT_TO:
+            for how, to in PROBE_DIRECT_TO if a.direct else ():
                 rows = {}
                 for b in ("prefix_route", "prefix_route_probe"):
                     res = run_one(procs, a, workdir,
@@ -1790,6 +1790,8 @@ def main():
                     help="prefix_route_probe's interval, seconds of model "
                          "time")
     sp.add_argument("--workloads", default=",".join(PROBE_WORKLOADS))
+    sp.add_argument("--direct", action=argparse.BooleanOptionalAction,
+                    default=True, help="the direct-load runs too")
     sp.add_argument("--x3", action=argparse.BooleanOptionalAction,
                     default=True, help="the 3-instance runs too")
     sp.add_argument("--restart", action=argparse.BooleanOptionalAction,

@@ -250,6 +250,44 @@ test_choice(void)
     test_ok(k == 0, "max_load=off: no bound");
     ttft.max_load = 150;
 
+    /* other clients' requests, by the engines' gauges */
+
+    test_set(&c[0], 4096, 0, 1, 2);
+    test_set(&c[1], 0, 0, 0, 1);
+    c[0].others = 10;
+    k = ngx_http_prefix_route_choose(c, 2, 4200, 0, &ttft);
+    test_ok(k == 1 && c[0].queued == 10 * (4200 + 2048) / 2
+            && c[0].inflight == 11,
+            "10 of others' requests queued on the holder, none on the "
+            "other: each as much work as its own queued one and this one "
+            "on average; the other server");
+
+    for (i = 0; i < 4; i++) {
+        test_set(&c[i], i ? 0 : 4096, 0, i ? 2 : 10, i + 1);
+    }
+
+    for (i = 0; i < 4; i++) {
+        c[i].others = 20;
+        c[i].others_running = 5;
+    }
+
+    k = ngx_http_prefix_route_choose(c, 4, 4200, 0, &ttft);
+    test_ok(k != 0 && c[0].inflight == 10 && c[3].inflight == 2
+            && c[3].decoding == 0 && c[0].queued == 0,
+            "others' requests alike on every server count only beyond the "
+            "fewest: the holder with 10 of this nginx's 16 in flight still "
+            "takes no more");
+
+    test_set(&c[0], 0, 0, 0, 1);
+    test_set(&c[1], 0, 0, 0, 2);
+    test_set(&c[2], 0, 0, 0, 3);
+    c[0].others = 4;
+    c[1].others = 4;
+    c[2].usable = 0;
+    k = ngx_http_prefix_route_choose(c, 3, 4200, 0, &ttft);
+    test_ok(k == 1 && c[0].others == 0 && c[0].cost == c[1].cost,
+            "an unusable server's count is not the fewest");
+
     /*
      * 64 identical prompts at once, none finished: whatever the queue
      * does, no server ends with more than 1.5 x the mean + 2
