@@ -89,7 +89,7 @@ ngx_http_prefix_route_others(ngx_http_prefix_route_candidate_t *c,
             queued = c[i].inflight - c[i].decoding;
 
             c[i].queued += c[i].others
-                           * (c[i].queued + (double) len
+                           * (c[i].queued + (double) (len - c[i].match)
                               + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST)
                            / (queued + 1);
         }

@@ -105,7 +105,8 @@ typedef struct {
  * than the usable server with the fewest: what every server carries alike
  * delays each choice alike and changes none, while the readings' noise
  * would.  Then those queued are each as much work as the server's own
- * queued requests on average, this one counted, and all are in flight;
+ * queued requests on average, this one's uncached part there and the
+ * request cost counted as one more, and all are in flight;
  * those running are decoding.  "queued", "inflight" and "decoding" are
  * changed so.
  *

@@ -256,11 +256,11 @@ test_choice(void)
     test_set(&c[1], 0, 0, 0, 1);
     c[0].others = 10;
     k = ngx_http_prefix_route_choose(c, 2, 4200, 0, &ttft);
-    test_ok(k == 1 && c[0].queued == 10 * (4200 + 2048) / 2
+    test_ok(k == 1 && c[0].queued == 10 * (104 + 2048) / 2
             && c[0].inflight == 11,
             "10 of others' requests queued on the holder, none on the "
             "other: each as much work as its own queued one and this one "
-            "on average; the other server");
+            "(its uncached part there) on average; the other server");
 
     for (i = 0; i < 4; i++) {
         test_set(&c[i], i ? 0 : 4096, 0, i ? 2 : 10, i + 1);
