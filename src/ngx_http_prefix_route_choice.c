@@ -63,7 +63,8 @@ static void
 ngx_http_prefix_route_others(ngx_http_prefix_route_candidate_t *c,
     ngx_uint_t n, size_t len)
 {
-    ngx_uint_t  i, waiting, running, queued;
+    size_t      uncached;
+    ngx_uint_t  i, waiting, running, own;
 
     waiting = NGX_MAX_UINT32_VALUE;
     running = NGX_MAX_UINT32_VALUE;
@@ -86,12 +87,13 @@ ngx_http_prefix_route_others(ngx_http_prefix_route_candidate_t *c,
         c[i].others_running -= running;
 
         if (c[i].others) {
-            queued = c[i].inflight - c[i].decoding;
+            own = c[i].inflight - c[i].decoding;
+            uncached = len > c[i].match ? len - c[i].match : 0;
 
             c[i].queued += c[i].others
-                           * (c[i].queued + (double) (len - c[i].match)
+                           * (c[i].queued + (double) uncached
                               + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST)
-                           / (queued + 1);
+                           / (own + 1);
         }
 
         c[i].inflight += c[i].others + c[i].others_running;

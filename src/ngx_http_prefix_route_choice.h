@@ -106,9 +106,8 @@ typedef struct {
  * delays each choice alike and changes none, while the readings' noise
  * would.  Then those queued are each as much work as the server's own
  * queued requests on average, this one's uncached part there and the
- * request cost counted as one more, and all are in flight;
- * those running are decoding.  "queued", "inflight" and "decoding" are
- * changed so.
+ * request cost counted as one more, and all are in flight; those running
+ * are decoding.  "queued", "inflight" and "decoding" are changed so.
  *
  * Returns the index of the chosen candidate, or NGX_ERROR (-1) when none
  * is usable.
