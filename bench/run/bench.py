@@ -1471,6 +1471,14 @@ PROBE_DIRECT_TO = (("spread", 0), ("to b1", 1))
 PROBE_REPEATS = 3
 
 
+def at_least_one(text):
+    """argparse type: an integer of 1 or more."""
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError("%r is not 1 or more" % text)
+    return n
+
+
 def median_run(rows):
     """Of the repeats of one row, the run whose TTFT p90 is the median
     (the lower middle one of an even number), with every repeat's p90."""
@@ -1821,7 +1829,7 @@ def main():
     sp.add_argument("--workloads", default=",".join(PROBE_WORKLOADS))
     sp.add_argument("--direct", action=argparse.BooleanOptionalAction,
                     default=True, help="the direct-load runs too")
-    sp.add_argument("--repeats", type=int, default=PROBE_REPEATS,
+    sp.add_argument("--repeats", type=at_least_one, default=PROBE_REPEATS,
                     help="runs of each direct-load row, alternating with "
                          "and without probes; the median p90's is shown")
     sp.add_argument("--x3", action=argparse.BooleanOptionalAction,
