@@ -1086,7 +1086,6 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     uintptr_t                           m;
     ngx_int_t                           k, vk;
     ngx_uint_t                          i, n, b, held, probed, virt;
-    ngx_uint_t                          waiting, running;
     ngx_slab_pool_t                    *shpool;
     ngx_http_upstream_rr_peer_t        *peer, *best;
     ngx_http_prefix_route_peer_t      **shared, *sp, *lp;
@@ -1174,10 +1173,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
             /* others' requests there, by the engine's last fresh gauges */
 
-            (void) ngx_http_prefix_route_probe_foreign(prcf, sp, &waiting,
-                                                       &running);
-            c->others = waiting;
-            c->others_running = running;
+            (void) ngx_http_prefix_route_probe_foreign(prcf, sp, &c->others,
+                                                       &c->others_running);
 
         } else {
             c->queued = 0;
