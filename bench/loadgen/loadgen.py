@@ -293,7 +293,7 @@ class Replay:
                     resp = await asyncio.wait_for(
                         read_response(r, loop.time), a.timeout)
                     break
-                except (ConnectionError, asyncio.IncompleteReadError) as e:
+                except (ConnectionError, asyncio.IncompleteReadError):
                     w.close()
                     # a keep-alive connection closed under us: once more
                     if not reused or attempt:
@@ -479,6 +479,12 @@ def summarise(a, recs, before, after, wall_s, max_inflight):
         "max_inflight": max_inflight,
         "ttft_cdf_ms": cdf([r.get("ttft_ms") for r in ok]),
     }
+    if a.direct > 0:
+        # --direct: the requests nginx routed apart from those it never saw
+        res["ttft_routed_ms"] = dist([r.get("ttft_ms") for r in ok
+                                      if r["url"] >= 0])
+        res["ttft_direct_ms"] = dist([r.get("ttft_ms") for r in ok
+                                      if r["url"] < 0])
     by_backend = {}
     for r in ok:
         b = r.get("backend") or "?"

@@ -615,6 +615,8 @@ def row_of(res, bnd, rr):
         "hit_vs_round_robin": hit / rr if hit is not None and rr else None,
         "ttft_p50_ms": t.get("p50"), "ttft_p90_ms": t.get("p90"),
         "ttft_p99_ms": t.get("p99"),
+        "ttft_routed_p90_ms": (res.get("ttft_routed_ms") or {}).get("p90"),
+        "ttft_direct_p90_ms": (res.get("ttft_direct_ms") or {}).get("p90"),
         "ttft_wall_p50_ms": w.get("p50"), "ttft_wall_p90_ms": w.get("p90"),
         "ttft_wall_p99_ms": w.get("p99"),
         "e2e_p50_ms": e.get("p50"), "e2e_p99_ms": e.get("p99"),
@@ -1571,21 +1573,27 @@ def probes_report(out):
           "A client sends that share of the requests past nginx "
           "(`loadgen.py --direct`), to a random backend (*spread*) or "
           "all to b1 (*to b1*, clients pinned to one server); nginx sees "
-          "only its own. TTFT over all requests, model ms. Each row ran "
-          "%d time(s), with and without probes in turn; the run shown is "
-          "the one of median p90, and the last column gives every run's."
+          "only its own. TTFT over all requests, model ms; *p90 routed* "
+          "and *direct*: of the requests nginx routed and of those it "
+          "never saw. Each row ran %d time(s), with and without probes in "
+          "turn; the run shown is the one of median p90 (of all requests), "
+          "and the last column gives every run's."
           "\n\n" % (100 * out["direct"], out.get("repeats", 1)),
           "| workload | direct | balancer | hit rate | TTFT p50 | p90 | p99 "
-          "| busy max/mean | p90 of each run |\n"
-          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"]
+          "| p90 routed | p90 direct | busy max/mean | p90 of each run |\n"
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+          "| --- |\n"]
     targets = []
     for wl, w in out["workloads"].items():
         for how, _ in PROBE_DIRECT_TO:
             for b, r in w.get(how, {}).items():
-                md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n"
+                md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s "
+                          "| %s | %s |\n"
                           % (wl, how, b, fmt(r["hit_rate"], "%.3f"),
                              fmt(r["ttft_p50_ms"]), fmt(r["ttft_p90_ms"]),
                              fmt(r["ttft_p99_ms"]),
+                             fmt(r.get("ttft_routed_p90_ms")),
+                             fmt(r.get("ttft_direct_p90_ms")),
                              fmt(r["busy_max_over_mean"], "%.2f"),
                              "/".join(fmt(x) for x in
                                       r.get("repeat_ttft_p90_ms", []))))
