@@ -97,6 +97,7 @@ asan-report:
 	@t/tools/asan-report $(ASAN_LOG_DIR)
 
 ## make demo            sample requests through 4 simulated backends, ~1 min
+##                      (DEMO_PORT=18480: nginx's port, backends the next 4)
 ## make demo ENGINE=llama   the same on 3 llama.cpp servers
 demo: deps all $(if $(filter llama,$(ENGINE)),$(NGINX_BIN))
 	@[ "$(ENGINE)" != llama ] || t/tools/deb-install e2e

@@ -599,9 +599,10 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     } else if (sh->nworkers < nworkers) {
         ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
                       "prefix_route zone \"%V\" keeps load apart for %ui "
-                      "worker processes, %ui are wanted: the others share "
-                      "one count until the zone's size or name changes",
-                      &shm_zone->shm.name, sh->nworkers, nworkers);
+                      "worker processes, %ui are configured: the others "
+                      "share one count until the zone's size or name "
+                      "changes", &shm_zone->shm.name, (sh->nworkers - 2) / 2,
+                      (nworkers - 2) / 2);
     }
 
     /* peers are found by name: affinity survives a reload */
@@ -2415,7 +2416,7 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"prefix_route\" directive must come before "
                            "\"keepalive\" and cannot follow another load "
-                           "balancing method (but with \"shadow\")");
+                           "balancing method unless \"shadow\" is given");
         return NGX_CONF_ERROR;
     }
 

@@ -1035,10 +1035,10 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
         p = ngx_cpymem(p, "</h2>\n<p>zone ", 14);
         p = (u_char *) ngx_escape_html(p, st[i].zone->data, st[i].zone->len);
 
-        p = ngx_sprintf(p, ": %uL of %uL KiB used, %uL blocks indexed, "
-                           "%uL of %uL pairs protected (%uL held back), "
-                           "%uL tenants, %uL evicted, "
-                           "%uL forgotten<br>requests:",
+        p = ngx_sprintf(p, ": %uL of %uL KiB used; blocks indexed: %uL; "
+                           "pairs protected: %uL of %uL (%uL held back); "
+                           "tenants: %uL; evicted: %uL; "
+                           "forgotten: %uL<br>requests:",
                         v[NGX_HTTP_PREFIX_ROUTE_U_USED] / 1024,
                         v[NGX_HTTP_PREFIX_ROUTE_U_SIZE] / 1024,
                         v[NGX_HTTP_PREFIX_ROUTE_U_BLOCKS],

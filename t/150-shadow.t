@@ -128,7 +128,7 @@ $u =~ s/(    prefix_route )/    least_conn;\n$1/;
 $u
 --- must_die
 --- error_log
-"prefix_route" directive must come before "keepalive" and cannot follow another load balancing method (but with "shadow")
+"prefix_route" directive must come before "keepalive" and cannot follow another load balancing method unless "shadow" is given
 
 
 
