@@ -84,7 +84,7 @@ unit-test: all $(UNIT_TESTS)
 	@test -n "$(UNIT_TESTS)" || { echo "no unit tests found"; exit 1; }
 	t/tools/prove-check $(BUILD)/unit.log --exec '' $(UNIT_TESTS)
 
-nginx-test: all $(NGINX_BIN) $(REAL_NGINX)
+nginx-test: all $(NGINX_BIN) $(REAL_NGINX) $(BUILD)/uptime.so
 	@$(if $(filter 1,$(ASAN)),rm -rf $(ASAN_LOG_DIR); mkdir $(ASAN_LOG_DIR))
 	TEST_NGINX_LIB=$(TEST_NGINX_LIB) TEST_NGINX_BINARY=$(NGINX_BIN) \
 	TEST_NGINX_MODULE=$(CURDIR)/$(MODULE) t/tools/prove-check \
@@ -138,7 +138,7 @@ fuzz fuzz-regress fuzz-test: all deps $(FUZZ_BIN)
 check: fuzz valgrind browser-check stress deb-check e2e
 
 ##   make valgrind      t/ with nginx under valgrind memcheck, ~3 min
-valgrind: all $(NGINX_BIN) check-deps
+valgrind: all $(NGINX_BIN) $(BUILD)/uptime.so check-deps
 	@[ "$(ASAN)" != 1 ] || { echo "valgrind and ASAN=1 do not mix"; exit 1; }
 	t/tools/valgrind-suite $(NGINX_BIN) $(CURDIR)/$(MODULE) \
 	    $(CURDIR)/$(BUILD)/valgrind

@@ -1787,7 +1787,9 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  * used first, everything the index believes the server holds that was
  * recorded before that prefix is gone too, and those holders go.  A
  * prefix recorded while this request was in flight (two requests with a
- * new prefix at once) proves nothing and is left alone.  When the engine
+ * new prefix at once) proves nothing and is left alone (the index's
+ * stamps are the low 32 bits of the ms clock, compared by signed
+ * difference: the clock passes 2^32 ms after 49.7 days).  When the engine
  * held more (another nginx instance or a direct client warmed it), there
  * is nothing to drop: the prompt was recorded whole when the server was
  * chosen.
@@ -1945,7 +1947,7 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
         if (prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
             && ctx->stamped
             && t->cached * 2 < predicted
-            && (ngx_msec_int_t) (ctx->chosen - ctx->stamp)
+            && (int32_t) ((uint32_t) ctx->chosen - ctx->stamp)
                > (ngx_msec_int_t) (now - ctx->chosen))
         {
             fb->dropped += ngx_http_prefix_route_index_trim(idx, sp, 0,

@@ -12,7 +12,9 @@
 # otherwise; /v1/ proxies to it and shows the routing variables in
 # X-Prefix-Route; logs/fb.log gets $prefix_route_cached_tokens of each
 # request ("-": none reported), which GET /fb returns; GET /status is the
-# JSON status.
+# JSON status.  nginx runs as on a host up 50 days (long_uptime()): TEST 9
+# once dropped the blocks there, comparing a 32-bit stamp with the 64-bit
+# clock.
 use Test::Nginx::Socket 'no_plan';
 use FindBin;
 use lib $FindBin::Bin;
@@ -111,6 +113,7 @@ add_block_preprocessor(sub {
     return $block;
 });
 
+long_uptime();
 run_tests();
 
 __DATA__

@@ -13,7 +13,8 @@
 # "llm", prefix_route zone=llm:1m with "prefix_route_probe interval=100ms
 # timeout=300ms fails=2" unless the block says otherwise; GET /sleep waits
 # 0.5 s, some rounds of probes; GET /log returns error.log, whose lines the
-# blocks look for in a last request.
+# blocks look for in a last request.  nginx runs as on a host up 50 days
+# (long_uptime()), past where the index's 32-bit stamps wrap around.
 use Test::Nginx::Socket 'no_plan';
 use FindBin;
 use lib $FindBin::Bin;
@@ -79,6 +80,7 @@ add_block_preprocessor(sub {
 });
 
 no_shuffle();
+long_uptime();
 run_tests();
 
 __DATA__

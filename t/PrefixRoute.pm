@@ -25,10 +25,11 @@ use warnings;
 use Exporter 'import';
 use JSON::PP ();
 use POSIX qw(floor);
+use FindBin;
 
 our @EXPORT = qw(
     $LoadModule $LoadEcho $NoErrorLog
-    addr upstream backends routes proxy fan
+    addr upstream backends routes proxy fan long_uptime
 );
 our @EXPORT_OK = qw(text chat chat_body sys user asst full_blocks);
 our %EXPORT_TAGS = (prompts => [@EXPORT_OK]);
@@ -148,6 +149,15 @@ sub wait_for_old_workers {
         select undef, undef, undef, 0.01;
     }
     die "the old nginx workers did not exit in 5 s\n";
+}
+
+# --- called before run_tests(): the nginx the file starts reads its
+# monotonic clock 50 days ahead (build/uptime.so, t/uptime/uptime.c, which
+# make builds), past where the index's 32-bit ms stamps wrap around
+sub long_uptime {
+    my $so = "$FindBin::Bin/../build/uptime.so";
+    die "$so is not built: run make nginx-test\n" unless -f $so;
+    $ENV{LD_PRELOAD} = join ":", grep { $_ } $ENV{LD_PRELOAD}, $so;
 }
 
 # --- request builders (:prompts) ---------------------------------------------

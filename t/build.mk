@@ -27,6 +27,11 @@ $(BUILD)/unit/index_test: $(NGX_ORIG)/core/ngx_slab.c
 $(NGX_ORIG)/core/ngx_slab.c:
 	t/unit/nginx-source $(BUILD)/nginx-orig $(NGINX_SRC)
 
+# preloaded into nginx by the t/ files that call long_uptime()
+$(BUILD)/uptime.so: t/uptime/uptime.c
+	@mkdir -p $(@D)
+	$(CC) -g -O1 -W -Wall -Werror -shared -fPIC -o $@ $< -ldl
+
 $(BUILD)/extract_bench: bench/extract/extract_bench.c $(STAGE) src/*.h \
                         $(NGX_BUILD)/objs/Makefile
 	$(CC) $(subst -O1,-O2,$(UNIT_CFLAGS)) -o $@ $< $(STAGE) -ljansson -lxxhash
