@@ -156,6 +156,7 @@ static ngx_int_t ngx_http_prefix_route_set_session(ngx_peer_connection_t *pc,
 static void ngx_http_prefix_route_save_session(ngx_peer_connection_t *pc,
     void *data);
 #endif
+static void ngx_http_prefix_route_no_server(ngx_http_prefix_route_ctx_t *ctx);
 static ngx_http_upstream_rr_peer_t *ngx_http_prefix_route_pick(
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_upstream_rr_peers_t *peers,
     ngx_int_t forced, ngx_uint_t *chosen);
@@ -1004,9 +1005,12 @@ ngx_http_prefix_route_shadow_get(ngx_peer_connection_t *pc,
 
     rc = ctx->next_get(pc, ctx->next_data);
 
-    if ((rc != NGX_OK && rc != NGX_DONE)
-        || ctx->status == NGX_HTTP_PREFIX_ROUTE_BYPASS)
-    {
+    if (ctx->status == NGX_HTTP_PREFIX_ROUTE_BYPASS) {
+        return rc;
+    }
+
+    if (rc != NGX_OK && rc != NGX_DONE) {
+        ngx_http_prefix_route_no_server(ctx);
         return rc;
     }
 
@@ -1065,6 +1069,23 @@ ngx_http_prefix_route_save_session(ngx_peer_connection_t *pc, void *data)
 
 
 /*
+ * An attempt that finds no server (502 "no live upstreams", or a retry
+ * with none left) is a MISS of nothing: what an earlier attempt of the
+ * request matched is not counted or logged as its outcome.
+ */
+
+static void
+ngx_http_prefix_route_no_server(ngx_http_prefix_route_ctx_t *ctx)
+{
+    ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
+    ctx->match = 0;
+    ctx->longest = 0;
+    ctx->predicted = 0;
+    ctx->peer = NULL;
+}
+
+
+/*
  * Chooses among the usable servers of "peers" (the primary or the backup
  * list) by the cost model, charges the request's prefill work to the
  * chosen one and records the prefix as held by it.  In shadow mode the
@@ -1099,7 +1120,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     b = ctx->backup;
     shared = prcf->shared[b];
 
-    ctx->peer = NULL;
+    ngx_http_prefix_route_no_server(ctx);
     id = prcf->id[b];
     shpool = idx->shpool;
 

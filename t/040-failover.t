@@ -310,3 +310,32 @@ _EOC_
 --- response_headers_like eval
 ["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+",
  "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+"]
+
+
+
+=== TEST 14: a retry that finds no server left is a MISS of nothing, whatever the first attempt matched
+b2 (weight 10) refuses and is disabled by the first request, which b1
+then answers and holds.  The second, the same prompt, is a HIT on b1,
+whose 502 is retried: b1 tried, b2 disabled, nginx answers "no live
+upstreams".  That request is logged and counted as README says, a MISS
+of 0 bytes, not as its first attempt's HIT.
+--- http_config eval
+::upstream("1 max_fails=1 fail_timeout=10s", "2 weight=10 max_fails=1 fail_timeout=10s") . $::FlakyB1
+--- config eval
+"proxy_next_upstream error timeout http_502 non_idempotent;\n" . ::location("/v1/") . ::location("/flaky/")
+. "location = /status { prefix_route_status; }\n"
+--- request eval
+["POST /v1/chat/completions\n" . main::chat(14),
+ "POST /flaky/chat/completions\n" . main::chat(14),
+ "GET /status"]
+--- error_code eval
+[200, 502, 200]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+\nX-Upstream-Status: 502, 200",
+ "X-Prefix-Route: MISS 0 \\d+\nX-Upstream-Status: 502, 502", ""]
+--- response_body_like eval
+["^b1\n\\z", "502 Bad Gateway",
+ '"matched_bytes":0,"longest_bytes":0,.*"requests":\{"BYPASS":0,"MISS":2,"HIT":0,"SPILL":0\}']
+--- no_error_log
+[alert]
+[crit]

@@ -132,7 +132,37 @@ $u
 
 
 
-=== TEST 8: the HTML page charts the last minutes: the hit rate, the current balancer's against prefix_route's prediction, requests by status, and each server's work
+=== TEST 8: a retry the configured balancer finds no server for is a MISS of nothing, whatever the first attempt matched
+Round robin sends the prompt to b2 first, which refuses and is disabled,
+then to b1, which answers and holds it.  The second request goes to b1,
+a HIT, whose 502 is retried: b1 tried, b2 disabled, round robin finds no
+live upstream.  That request is logged and counted a MISS of 0 bytes,
+not b1's HIT.
+--- http_config eval
+::upstream("zone=llm:1m shadow", "2 max_fails=1 fail_timeout=10s", "1 max_fails=1 fail_timeout=10s")
+. "server {\n    listen " . ::addr(1) . ";\n    location /flaky/ { return 502; }\n"
+. "    location / { return 200 \"b1\\n\"; }\n}\n"
+--- config eval
+"proxy_next_upstream error timeout http_502 non_idempotent;\n"
+. ::proxy(header => $::Header) . ::proxy(path => "/flaky/", header => $::Header) . $::Status
+--- request eval
+["POST /v1/chat/completions\n" . ::chat_body([::user(::text("Shadow retry", 600))]),
+ "POST /flaky/chat/completions\n" . ::chat_body([::user(::text("Shadow retry", 600))]),
+ "GET /status?format=json"]
+--- error_code eval
+[200, 502, 200]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 0 \\d+", "X-Prefix-Route: MISS 0 0 0", ""]
+--- response_body_like eval
+["^b1\n\\z", "502 Bad Gateway",
+ '"matched_bytes":0,"longest_bytes":0,"predicted_bytes":0,.*"requests":\{"BYPASS":0,"MISS":2,"HIT":0,"SPILL":0\}']
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 9: the HTML page charts the last minutes: the hit rate, the current balancer's against prefix_route's prediction, requests by status, and each server's work
 The zone samples its figures every 10 s, at a worker's first sweep (once
 a second) in each interval: after 12 s at least one interval holds the
 requests, and prefix_route's prediction has a point there.
