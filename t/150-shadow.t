@@ -155,7 +155,7 @@ not b1's HIT.
 ["X-Prefix-Route: MISS 0 0 \\d+", "X-Prefix-Route: MISS 0 0 0", ""]
 --- response_body_like eval
 ["^b1\n\\z", "502 Bad Gateway",
- '"matched_bytes":0,"longest_bytes":0,"predicted_bytes":0,.*"requests":\{"BYPASS":0,"MISS":2,"HIT":0,"SPILL":0\}']
+ '"matched_bytes":0,"longest_bytes":0,.*"requests":\{"BYPASS":0,"MISS":2,"HIT":0,"SPILL":0\}']
 --- no_error_log
 [alert]
 [crit]
