@@ -148,6 +148,12 @@ static void ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx);
 static ngx_int_t ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc,
     void *data);
+static ngx_int_t ngx_http_prefix_route_round_robin(ngx_peer_connection_t *pc,
+    ngx_http_prefix_route_ctx_t *ctx);
+static ngx_uint_t ngx_http_prefix_route_usable(
+    ngx_http_prefix_route_ctx_t *ctx, ngx_http_upstream_rr_peer_t *peer,
+    ngx_uint_t i, ngx_uint_t probed, ngx_http_prefix_route_peer_t *sp,
+    time_t now);
 static ngx_int_t ngx_http_prefix_route_shadow_get(ngx_peer_connection_t *pc,
     ngx_http_prefix_route_ctx_t *ctx);
 #if (NGX_HTTP_SSL)
@@ -694,7 +700,6 @@ static ngx_int_t
 ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us)
 {
-    ngx_uint_t                    i;
     ngx_pool_cleanup_t           *cln;
     ngx_http_prefix_route_ctx_t  *ctx;
 
@@ -746,22 +751,6 @@ ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     ngx_http_set_ctx(r, ctx, ngx_http_prefix_route_module);
 
     ngx_http_prefix_route_prepare(r, ctx);
-
-    /* round robin passes over the servers the probes do */
-
-    if (ctx->status == NGX_HTTP_PREFIX_ROUTE_BYPASS
-        && !ctx->conf->shadow
-        && ngx_http_prefix_route_probed(ctx->conf, 0, ctx->rrp.peers->number))
-    {
-        for (i = 0; i < ctx->rrp.peers->number; i++) {
-            if (ngx_http_prefix_route_probe_down(ctx->conf,
-                                                 ctx->conf->shared[0][i]))
-            {
-                ctx->rrp.tried[i / (8 * sizeof(uintptr_t))] |=
-                                (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
-            }
-        }
-    }
 
     cln = ngx_pool_cleanup_add(r->pool, 0);
     if (cln == NULL) {
@@ -904,7 +893,7 @@ ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc, void *data)
     }
 
     if (ctx->status == NGX_HTTP_PREFIX_ROUTE_BYPASS) {
-        return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
+        return ngx_http_prefix_route_round_robin(pc, ctx);
     }
 
     ngx_log_debug1(NGX_LOG_DEBUG_HTTP, pc->log, 0,
@@ -984,6 +973,104 @@ failed:
     pc->name = peers->name;
 
     return NGX_BUSY;
+}
+
+
+/*
+ * BYPASS: round robin, passing over the servers the probes do, marked as
+ * tried.  Round robin turns to the backups itself and clears the marks
+ * there, so the turn is taken here first when no primary is usable.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_round_robin(ngx_peer_connection_t *pc,
+    ngx_http_prefix_route_ctx_t *ctx)
+{
+    time_t                             now;
+    uintptr_t                          m;
+    ngx_uint_t                         i, n, probed, usable;
+    ngx_http_prefix_route_peer_t      *sp;
+    ngx_http_upstream_rr_peer_t       *peer;
+    ngx_http_upstream_rr_peers_t      *peers;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    prcf = ctx->conf;
+    peers = ctx->rrp.peers;
+
+    if (prcf->probe.interval == 0) {
+        return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
+    }
+
+    probed = ngx_http_prefix_route_probed(prcf, ctx->backup, peers->number);
+
+    if (!probed && peers->next == NULL) {
+        return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
+    }
+
+    now = ngx_time();
+    usable = 0;
+
+    ngx_http_upstream_rr_peers_rlock(peers);
+
+    for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+        sp = prcf->shared[ctx->backup][i];
+
+        if (probed && ngx_http_prefix_route_probe_down(prcf, sp)) {
+            n = i / (8 * sizeof(uintptr_t));
+            m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+            ctx->rrp.tried[n] |= m;
+
+        } else if (ngx_http_prefix_route_usable(ctx, peer, i, 0, sp, now)) {
+            usable = 1;
+        }
+    }
+
+    ngx_http_upstream_rr_peers_unlock(peers);
+
+    if (!usable && peers->next) {
+        ctx->rrp.peers = peers->next;
+        ctx->backup = 1;
+
+        n = (peers->next->number + (8 * sizeof(uintptr_t) - 1))
+                / (8 * sizeof(uintptr_t));
+
+        for (i = 0; i < n; i++) {
+            ctx->rrp.tried[i] = 0;
+        }
+
+        return ngx_http_prefix_route_round_robin(pc, ctx);
+    }
+
+    return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
+}
+
+
+/*
+ * Whether round robin's rules let the server "peer" at position "i" of
+ * the current list take the request (not tried, not down, not failed
+ * within fail_timeout, under max_conns), and the probes ("probed": some
+ * are passed over) do not pass over its record "sp".  The caller holds
+ * the peers lock.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_usable(ngx_http_prefix_route_ctx_t *ctx,
+    ngx_http_upstream_rr_peer_t *peer, ngx_uint_t i, ngx_uint_t probed,
+    ngx_http_prefix_route_peer_t *sp, time_t now)
+{
+    uintptr_t   m;
+    ngx_uint_t  n;
+
+    n = i / (8 * sizeof(uintptr_t));
+    m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
+
+    return !(ctx->rrp.tried[n] & m)
+           && !peer->down
+           && !(peer->max_fails
+                && peer->fails >= peer->max_fails
+                && now - peer->checked <= peer->fail_timeout)
+           && !(peer->max_conns && peer->conns >= peer->max_conns)
+           && !(probed && ngx_http_prefix_route_probe_down(ctx->conf, sp));
 }
 
 
@@ -1105,9 +1192,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     time_t                              now;
     size_t                              longest, first, expect;
     uint64_t                           *id, t, hold;
-    uintptr_t                           m;
     ngx_int_t                           k, vk;
-    ngx_uint_t                          i, n, b, held, probed, virt;
+    ngx_uint_t                          i, b, held, probed, virt;
     ngx_slab_pool_t                    *shpool;
     ngx_http_upstream_rr_peer_t        *peer, *best;
     ngx_http_prefix_route_peer_t      **shared, *sp, *lp;
@@ -1134,17 +1220,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
         c = &prcf->cand[i];
 
-        n = i / (8 * sizeof(uintptr_t));
-        m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
-
-        c->usable = !(ctx->rrp.tried[n] & m)
-                    && !peer->down
-                    && !(peer->max_fails
-                         && peer->fails >= peer->max_fails
-                         && now - peer->checked <= peer->fail_timeout)
-                    && !(peer->max_conns && peer->conns >= peer->max_conns)
-                    && !(probed && ngx_http_prefix_route_probe_down(prcf,
-                                                                shared[i]));
+        c->usable = ngx_http_prefix_route_usable(ctx, peer, i, probed,
+                                                 shared[i], now);
 
         c->weight = peer->weight;
         c->rank = ngx_http_prefix_route_hash((u_char *) &id[i],

@@ -301,3 +301,21 @@ at once, and b1 is then passed over.
 --- no_error_log
 [alert]
 [crit]
+
+
+
+=== TEST 15: a backup whose probes fail is passed over too, by round robin as by the cost model
+b1, the only primary, is down: the backups serve.  b2's page answers
+503.  Of 6 new prompts and 6 bodies that cannot be read (round robin,
+which clears its marks when it turns to the backups), none goes to b2.
+--- http_config eval
+::probed($::Probe, "1 down", "2 backup", "3 backup") . ::engine(1, ::vllm(0, 0, 0, 1))
+. ::engine(2, 'return 503;') . ::engine(3, ::vllm(0, 0, 0, 1))
+--- request eval
+["GET /sleep", (map { ::ask("p$_") } 1 .. 6),
+ ("POST /v1/chat/completions\nnot json") x 6, "GET /status"]
+--- response_body_like eval
+["ok", ("^b3\n\\z") x 12, qr/"state":"down".*"state":"unhealthy".*"state":"backup"/s]
+--- no_error_log
+[alert]
+[crit]
