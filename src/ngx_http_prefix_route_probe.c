@@ -311,6 +311,9 @@ ngx_http_prefix_route_probe_start(ngx_http_prefix_route_probe_slot_t *s)
     c->read->handler = ngx_http_prefix_route_probe_read;
     c->write->handler = ngx_http_prefix_route_probe_write;
 
+    /* a worker told to stop closes it (c->close) instead of waiting */
+    c->idle = 1;
+
     /* one deadline for the whole probe: connect, send, read */
     ngx_add_timer(c->read, s->prober->prcf->probe.timeout);
 
@@ -395,6 +398,14 @@ ngx_http_prefix_route_probe_read(ngx_event_t *rev)
 
     c = rev->data;
     s = c->data;
+
+    if (c->close) {
+        /* the worker is exiting: the probe is dropped, not failed */
+        ngx_close_connection(c);
+        s->pc.connection = NULL;
+        s->busy = 0;
+        return;
+    }
 
     if (rev->timedout) {
         ngx_http_prefix_route_probe_finish(s,

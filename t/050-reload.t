@@ -23,6 +23,7 @@ use Test::Nginx::Socket 'no_plan';
 use FindBin;
 use lib $FindBin::Bin;
 use PrefixRoute;
+use IO::Socket::INET;
 
 $PrefixRoute::FixedPort = 19100;
 
@@ -102,6 +103,16 @@ sub chat {
            . "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"$text\"}]}";
 }
 
+# a server that accepts connections (the kernel's backlog) and never
+# answers, for as long as the test runs
+our $Hang;
+
+sub hang {
+    $Hang = IO::Socket::INET->new(Listen => 8, ReuseAddr => 1,
+                                  LocalAddr => PrefixRoute::addr(5))
+        or die "cannot listen on " . PrefixRoute::addr(5) . ": $!\n";
+}
+
 use_hup();
 no_shuffle();
 run_tests();
@@ -173,3 +184,43 @@ where the prompts went).
 --- without_server_of: D
 --- request eval
 [map { main::chat($_) } qw(A B C D)]
+
+
+
+=== TEST 6: a probe under way when the workers are told to stop
+Another upstream's probes ask server 5 for its page, with a 30 s
+timeout: the test listens there and never answers.  The prompts are
+HITs where they were.
+--- init
+PrefixRoute::wait_for_old_workers();
+main::hang();
+--- main_config eval: $::LoadModule . $::LoadEcho
+--- http_config eval
+::upstream("zone=llm:2m", 1 .. 4) . ::backends(1 .. 4)
+. "upstream hang {\n    prefix_route zone=hang:1m;\n"
+. "    prefix_route_probe interval=100ms timeout=30s;\n    server " . ::addr(5) . ";\n}\n"
+--- config eval
+::proxy() . "location = /sleep {\n    echo_sleep 0.3;\n    echo ok;\n}\n"
+--- request eval
+["GET /sleep", map { main::chat($_) } qw(A B C D)]
+--- response_body_filters eval
+[[], @{main::same(undef, qw(A B C D))}]
+--- response_body eval
+["ok\n", ("same\n") x 4]
+
+
+
+=== TEST 7: then a reload: the old workers exit at once, closing the probe, and the index is kept
+The old workers' probe would hold them for 30 s: wait_for_old_workers()
+gives them 5.  The prompts are HITs where they were.
+--- main_config eval: $::LoadModule . $::LoadEcho
+--- http_config eval
+::upstream("zone=llm:2m", 1 .. 4) . ::backends(1 .. 4)
+--- request eval
+[map { main::chat($_) } qw(A B C D)]
+--- response_headers_like eval
+[("X-Prefix-Route: HIT [1-9]\\d* \\d+") x 4]
+--- response_body_filters eval
+main::same(undef, qw(A B C D))
+--- response_body eval
+[("same\n") x 4]
