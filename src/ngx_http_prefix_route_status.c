@@ -395,8 +395,9 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
     *size = (NGX_HTTP_PREFIX_ROUTE_U_N + NGX_HTTP_PREFIX_ROUTE_P_N + 16) * 256
             + sizeof(NGX_HTTP_PREFIX_ROUTE_HTML_HEAD);
 
-    /* "check": the index is walked and checked, O(its size) */
-    check = (ngx_http_arg(r, (u_char *) "check", 5, &arg) == NGX_OK);
+    /* "check=1": the index is walked and checked, O(its size) */
+    check = (ngx_http_arg(r, (u_char *) "check", 5, &arg) == NGX_OK
+             && arg.len == 1 && arg.data[0] == '1');
 
     for (i = 0; i < umcf->upstreams.nelts; i++) {
 

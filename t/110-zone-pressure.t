@@ -141,7 +141,7 @@ prompt a MISS.
 
 === TEST 2: after a reload that keeps the zone, the index is sound and routes
 Same configuration: the zone of TEST 1, with what the pressure left in
-it, is kept.
+it, is kept.  Only check=1 walks the index: check=0 does not.
 --- http_config eval: ::upstream("zone=llm:128k block=16 capacity=0", 1) . ::backends({ sleep => 0.2 }, 1)
 --- config eval
 ::front("llm")
@@ -149,13 +149,15 @@ it, is kept.
 ["GET /status?check=1&format=json",
  "POST /v1/chat/completions\n" . ::prompt("reloaded", 1000),
  ::chat([::user($::Long)]),
- "GET /status?check=1&format=json"]
+ "GET /status?check=1&format=json",
+ "GET /status?check=0&format=json"]
 --- error_code eval
-[(200) x 4]
+[(200) x 5]
 --- response_headers eval
-["", "X-Prefix-Route: MISS", "X-Prefix-Route: HIT", ""]
+["", "X-Prefix-Route: MISS", "X-Prefix-Route: HIT", "", ""]
 --- response_body_like eval
-[::consistent("llm"), "^b1\n\$", "^b1\n\$", ::consistent("llm")]
+[::consistent("llm"), "^b1\n\$", "^b1\n\$", ::consistent("llm"),
+ qr/\A(?!.*"index_errors")\{"upstreams":\[\{"name":"llm"/s]
 
 
 
