@@ -113,8 +113,10 @@ typedef struct {
     uint64_t                            model;       /* prompt.model */
     uint64_t                            tenant;      /* its salts' part of
                                                         the seed, 0: none */
+    /* the request's model, a byte longer than the status keeps: cut */
     u_char                              model_name[
-                                           NGX_HTTP_PREFIX_ROUTE_MODEL_NAME];
+                                       NGX_HTTP_PREFIX_ROUTE_MODEL_NAME + 1];
+    size_t                              model_name_len;
 
     /* shadow mode: the would-be placement's charge, as "sent" */
     ngx_http_prefix_route_peer_t       *vsent;
@@ -196,7 +198,8 @@ static void ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_prefix_route_tokens_t *t);
 static size_t ngx_http_prefix_route_answered(ngx_http_prefix_route_ctx_t *ctx,
     size_t match, ngx_uint_t *answer);
-static void ngx_http_prefix_route_model_name(u_char *dst, u_char *src);
+static void ngx_http_prefix_route_model_name(u_char *dst, u_char *src,
+    size_t len, uint64_t model);
 
 
 static ngx_command_t  ngx_http_prefix_route_commands[] = {
@@ -861,6 +864,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ctx->key = x.key;
     ctx->key_len = x.key_len;
     ctx->model = x.model;
+    ctx->model_name_len = x.name_len;
     ctx->tenant = x.seed ^ x.model;
     ctx->nanswers = x.nanswers;
     ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
@@ -1958,7 +1962,8 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
         ratio->samples = 0;
         ratio->offset[0] = 0;
         ratio->offset[1] = 0;
-        ngx_http_prefix_route_model_name(ratio->name, ctx->model_name);
+        ngx_http_prefix_route_model_name(ratio->name, ctx->model_name,
+                                         ctx->model_name_len, ctx->model);
     }
 
     if (sample) {
@@ -2098,24 +2103,44 @@ ngx_http_prefix_route_answered(ngx_http_prefix_route_ctx_t *ctx, size_t match,
 
 
 /*
- * A model's name as the status shows it: bytes other than letters,
- * digits and "-._:/@+" become "_", so that no output format needs to
+ * The model's name as the status shows it: bytes other than letters,
+ * digits and "-._:/@+" become "_"; a name so changed or cut to fit ends
+ * in "~" and 8 hex digits of its hash, so that two models never show the
+ * same name (a Prometheus series each).  No output format then needs to
  * escape it (it comes from the request body).
  */
 
 static void
-ngx_http_prefix_route_model_name(u_char *dst, u_char *src)
+ngx_http_prefix_route_model_name(u_char *dst, u_char *src, size_t len,
+    uint64_t model)
 {
-    u_char  c;
+    u_char      c;
+    size_t      i;
+    ngx_uint_t  changed;
 
-    while ((c = *src++) != '\0') {
-        *dst++ = ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-                  || (c >= '0' && c <= '9')
-                  || ngx_strchr("-._:/@+", c) != NULL)
-                 ? c : '_';
+    changed = (len >= NGX_HTTP_PREFIX_ROUTE_MODEL_NAME);
+
+    for (i = 0; i < len; i++) {
+        c = src[i];
+
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9')
+              || (c != '\0' && ngx_strchr("-._:/@+", c) != NULL)))
+        {
+            c = '_';
+            changed = 1;
+        }
+
+        dst[i] = c;
     }
 
-    *dst = '\0';
+    if (changed) {
+        /* room for "~" and 8 hex digits before the terminating NUL */
+        i = ngx_min(len, NGX_HTTP_PREFIX_ROUTE_MODEL_NAME - 10);
+        i = ngx_sprintf(dst + i, "~%08xD", (uint32_t) model) - dst;
+    }
+
+    dst[i] = '\0';
 }
 
 

@@ -104,6 +104,15 @@ sub ask {
     return $req;
 }
 
+# a request of a prompt of its own to /v1/json with the model $model, a
+# JSON string
+sub modeled {
+    my $model = shift;
+    my $body = chat_body([user(text("model $model", 300))]);
+    $body =~ s/"model":"m"/"model":$model/ or die "no model in $body";
+    return "POST /v1/json\n$body";
+}
+
 add_block_preprocessor(sub {
     my $block = shift;
     $block->set_value(main_config => $LoadModule . $LoadEcho) unless defined $block->main_config;
@@ -302,3 +311,17 @@ last ones agree.  The figures change nothing in the index: a stays a HIT.
 --- response_body_like eval
 [("") x 41,
  '"models":\[\{"name":"m","bytes_per_token":\d+\.\d\d,"samples":41,"offset_tokens":[1-9]\d,"answer_offset_tokens":0\}\].*"feedback_responses":41,"reported_prompt_tokens":10250,"reported_cached_tokens":8000,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":[1-9]\d*,"feedback_under":[1-9]\d*,"feedback_over":0,']
+
+
+
+=== TEST 13: models whose names would look alike in the status (cut to 31 bytes, or with bytes replaced by "_") show apart
+A name that fits and has only the bytes the status keeps shows as it is;
+one cut or changed ends in "~" and 8 hex digits of its hash, so that no
+two models make the same Prometheus series.
+--- request eval
+[map({ ::modeled($_) } '"Qwen/Qwen2.5-Coder-32B-Instruct"', '"Qwen/Qwen2.5-Coder-32B-Instruct-AWQ"',
+                       '"org/model v1"', '"org/model_v1"', '"\\u0000nul"'),
+ "GET /status"]
+--- response_body_like eval
+[("") x 5,
+ '"models":\[\{"name":"Qwen/Qwen2\.5-Coder-32B-Instruct",[^{}]*\},\{"name":"Qwen/Qwen2\.5-Coder-32B~[0-9a-f]{8}",[^{}]*\},\{"name":"org/model_v1~[0-9a-f]{8}",[^{}]*\},\{"name":"org/model_v1",[^{}]*\},\{"name":"_nul~[0-9a-f]{8}",[^{}]*\}\]']
