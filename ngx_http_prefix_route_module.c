@@ -152,6 +152,7 @@ static ngx_int_t ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc,
     void *data);
 static ngx_int_t ngx_http_prefix_route_round_robin(ngx_peer_connection_t *pc,
     ngx_http_prefix_route_ctx_t *ctx);
+static void ngx_http_prefix_route_backups(ngx_http_prefix_route_ctx_t *ctx);
 static ngx_uint_t ngx_http_prefix_route_usable(
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_upstream_rr_peer_t *peer,
     ngx_uint_t i, ngx_uint_t probed, ngx_http_prefix_route_peer_t *sp,
@@ -951,15 +952,7 @@ failed:
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, pc->log, 0,
                        "prefix_route: backup servers");
 
-        ctx->rrp.peers = peers->next;
-        ctx->backup = 1;
-
-        n = (ctx->rrp.peers->number + (8 * sizeof(uintptr_t) - 1))
-                / (8 * sizeof(uintptr_t));
-
-        for (i = 0; i < n; i++) {
-            ctx->rrp.tried[i] = 0;
-        }
+        ngx_http_prefix_route_backups(ctx);
 
         ngx_http_upstream_rr_peers_unlock(peers);
 
@@ -1032,20 +1025,30 @@ ngx_http_prefix_route_round_robin(ngx_peer_connection_t *pc,
     ngx_http_upstream_rr_peers_unlock(peers);
 
     if (!usable && peers->next) {
-        ctx->rrp.peers = peers->next;
-        ctx->backup = 1;
-
-        n = (peers->next->number + (8 * sizeof(uintptr_t) - 1))
-                / (8 * sizeof(uintptr_t));
-
-        for (i = 0; i < n; i++) {
-            ctx->rrp.tried[i] = 0;
-        }
-
+        ngx_http_prefix_route_backups(ctx);
         return ngx_http_prefix_route_round_robin(pc, ctx);
     }
 
     return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
+}
+
+
+/* turns to the backup servers, none of them tried yet, as round robin */
+
+static void
+ngx_http_prefix_route_backups(ngx_http_prefix_route_ctx_t *ctx)
+{
+    ngx_uint_t  i, n;
+
+    ctx->rrp.peers = ctx->rrp.peers->next;
+    ctx->backup = 1;
+
+    n = (ctx->rrp.peers->number + (8 * sizeof(uintptr_t) - 1))
+            / (8 * sizeof(uintptr_t));
+
+    for (i = 0; i < n; i++) {
+        ctx->rrp.tried[i] = 0;
+    }
 }
 
 
