@@ -260,7 +260,10 @@ ngx_http_prefix_route_probe_round(ngx_event_t *ev)
 
     if (due) {
         for (i = 0; i < pr->n; i++) {
-            if (!pr->slots[i].busy) {
+
+            /* a "down" server takes no requests: its page tells nothing */
+
+            if (!pr->slots[i].busy && !pr->slots[i].peer->down) {
                 ngx_http_prefix_route_probe_start(&pr->slots[i]);
             }
         }

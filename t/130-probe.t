@@ -319,3 +319,17 @@ which clears its marks when it turns to the backups), none goes to b2.
 --- no_error_log
 [alert]
 [crit]
+
+
+
+=== TEST 16: a server marked down is not probed
+Nothing listens at b2's address: a probe of it would fail.
+--- http_config eval
+::probed($::Probe, 1, "2 down") . ::engine(1, ::vllm(0, 0, 0, 1))
+--- request eval
+["GET /sleep", "GET /status"]
+--- response_body_like eval
+["ok", qr/"state":"up",[^{}]*"probe_failures":0,.*"state":"down",[^{}]*"probe_failures":0,/s]
+--- no_error_log
+[alert]
+[crit]
