@@ -545,8 +545,8 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     size_t                             len;
     ngx_int_t                          rc;
-    ngx_str_t                          name;
-    ngx_uint_t                         b, i, nworkers;
+    ngx_str_t                          name, *first;
+    ngx_uint_t                         b, i, nworkers, roomless;
     ngx_core_conf_t                   *ccf;
     ngx_slab_pool_t                   *shpool;
     ngx_http_upstream_rr_peer_t       *peer;
@@ -616,7 +616,13 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                       (nworkers - 2) / 2);
     }
 
-    /* peers are found by name: affinity survives a reload */
+    /*
+     * peers are found by name: affinity survives a reload; those without
+     * room are named in one line, not one each (thousands of servers)
+     */
+
+    roomless = 0;
+    first = NULL;
 
     for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
     {
@@ -625,13 +631,17 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
             prcf->shared[b][i] = ngx_http_prefix_route_index_peer(
                                                   &prcf->index, &peer->name);
 
-            if (prcf->shared[b][i] == NULL) {
-                ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
-                              "prefix_route zone \"%V\" has no room for "
-                              "server %V, it is balanced by load only",
-                              &shm_zone->shm.name, &peer->name);
+            if (prcf->shared[b][i] == NULL && roomless++ == 0) {
+                first = &peer->name;
             }
         }
+    }
+
+    if (roomless) {
+        ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
+                      "prefix_route zone \"%V\" has no room for %ui "
+                      "server(s), the first %V: they are balanced by load "
+                      "only", &shm_zone->shm.name, roomless, first);
     }
 
     /*

@@ -67,3 +67,26 @@ __DATA__
  "GET /routes"]
 --- response_body_like eval
 [("\\A\\d+\n\\z") x 400, qr/\A(.*)\z(?(?{ main::check_routes($^N) })|(*FAIL))/s]
+
+
+
+=== TEST 2: a zone too small for 3000 servers says so in one line, not one per server
+Nothing listens at these addresses; no request goes to the upstream.
+--- http_config eval
+"upstream small {\n    prefix_route zone=small:128k;\n"
+. join("", map { "    server 127.0.0.2:" . (20000 + $_) . ";\n" } 1 .. 3000)
+. "}\n"
+--- config
+location = /ok {
+    return 200 "ok\n";
+}
+--- request
+GET /ok
+--- response_body
+ok
+--- error_log eval
+qr/\[warn\] .*prefix_route zone "small" has no room for \d{3,4} server\(s\), the first 127\.0\.0\.2:\d+: they are balanced by load only/
+--- no_error_log
+has no room for server
+[alert]
+[crit]
