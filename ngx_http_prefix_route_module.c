@@ -118,10 +118,11 @@ typedef struct {
                                        NGX_HTTP_PREFIX_ROUTE_MODEL_NAME + 1];
     size_t                              model_name_len;
 
-    /* shadow mode: the would-be placement's charge, as "sent" */
+    /* shadow mode: the would-be placement's charge and record, as ours */
     ngx_http_prefix_route_peer_t       *vsent;
     ngx_uint_t                          vcell;
     uint64_t                            vuncached;
+    ngx_uint_t                          vrecorded[2];
 
     /* shadow mode: the balancer configured before prefix_route */
     void                               *next_data;
@@ -1448,8 +1449,9 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                                   + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
                                   ctx->len);
 
-            (void) ngx_http_prefix_route_index_record(idx, ctx->hash,
-                                         ctx->nblocks, &held, lp,
+            ctx->vrecorded[0] = held;
+            ctx->vrecorded[1] = ngx_http_prefix_route_index_record(idx,
+                                         ctx->hash, ctx->nblocks, &held, lp,
                                          ctx->tenant,
                                          prcf->capacity / prcf->block,
                                          (uint32_t) ctx->chosen);
@@ -1502,9 +1504,10 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 
     ngx_uint_t                     status;
     ngx_http_prefix_route_index_t *idx;
-    ngx_http_prefix_route_peer_t  *sp;
+    ngx_http_prefix_route_peer_t  *sp, *vp;
 
     sp = ctx->sent;
+    vp = ctx->vsent;
 
     if (sp != NULL) {
         idx = &ctx->conf->index;
@@ -1517,8 +1520,8 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
                               + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
                               ctx->len, ctx->started);
 
-        if (ctx->vsent != NULL) {
-            ngx_http_prefix_route_load_discharge(ctx->vsent, ctx->vcell,
+        if (vp != NULL) {
+            ngx_http_prefix_route_load_discharge(vp, ctx->vcell,
                               ctx->vuncached
                               + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
                               ctx->len, ctx->started);
@@ -1536,6 +1539,17 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
             ngx_http_prefix_route_index_forget(idx, ctx->hash,
                                                ctx->recorded[0],
                                                ctx->recorded[1], sp);
+
+            /*
+             * shadow mode: so is the would-be placement's, or a retry's
+             * prediction would match what the failed attempt recorded
+             */
+
+            if (vp != NULL) {
+                ngx_http_prefix_route_index_forget(idx, ctx->hash,
+                                                   ctx->vrecorded[0],
+                                                   ctx->vrecorded[1], vp);
+            }
         }
 
         ngx_shmtx_unlock(&idx->shpool->mutex);

@@ -177,3 +177,26 @@ requests, and prefix_route's prediction has a point there.
 [qr{<p>Charts of the last 30 minutes, a point every 10 s, from the second sample on.</p>},
  "slept", "b1", "b2", "b3", "slept",
  qr{<figure><figcaption><b>hit rate</b> <span style="color:#1f77b4">&#9632; prompt bytes matched</span> <span style="color:#ff7f0e">&#9632; engines' cached tokens</span> <span style="color:#2ca02c">&#9632; predicted by prefix_route</span></figcaption><svg [^>]*><g [^>]*><text [^>]*>100\.0%</text><text [^>]*>-3 min</text><text [^>]*>now</text></g><path fill="none" stroke="#1f77b4" d="[^"]*"/><path fill="none" stroke="#ff7f0e" d=""/><path fill="none" stroke="#2ca02c" d="(?: [ML][\d.]+ [\d.]+)+"/></svg></figure>\n<figure><figcaption><b>requests</b> .*?</svg></figure>\n<figure><figcaption><b>in flight</b> .*?&#9632; 127\.0\.0\.1:\d+</span>.*</svg></figure>\n<figure><figcaption><b>queued</b> }s]
+
+
+
+=== TEST 10: a retried request's would-be prediction does not match what its failed attempt recorded
+b1 answers every request with a 502 and is never disabled; round robin
+retries those on b2.  Eight new prompts: each is a MISS of nothing on the
+server that answers, and prefix_route would have found nothing of it
+anywhere, retried or not.
+--- http_config eval
+::upstream("zone=llm:1m shadow", "1 max_fails=0", 2)
+. "server {\n    listen " . ::addr(1) . ";\n    return 502;\n}\n" . ::backends(2)
+--- config eval
+"proxy_next_upstream error timeout http_502 non_idempotent;\n"
+. ::proxy(header => $::Header) . $::Status
+--- request eval
+[map { "POST /v1/chat/completions\n" . ::chat_body([::user(::text("Shadow retry $_", 600))]) } 1 .. 8]
+--- response_headers_like eval
+[("X-Prefix-Route: MISS 0 0 0") x 8]
+--- response_body_like eval
+[("^b2\n\\z") x 8]
+--- no_error_log
+[alert]
+[crit]
