@@ -1354,7 +1354,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         if (ctx->nanswers) {
             expect = ctx->answers[2 * ctx->nanswers - 1];
 
-        } else if (prcf->instances > 1) {
+        } else if (prcf->choice.instances > 1) {
             expect = ctx->len;
         }
 
@@ -2195,7 +2195,7 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
     conf->choice.affinity = 100;
     conf->choice.max_load = 150;
     conf->feedback = NGX_HTTP_PREFIX_ROUTE_FEEDBACK_ON;
-    conf->instances = 1;
+    conf->choice.instances = 1;
 
     return conf;
 }
@@ -2389,7 +2389,7 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                 return NGX_CONF_ERROR;
             }
 
-            prcf->instances = n;
+            prcf->choice.instances = n;
             continue;
         }
 

@@ -59,12 +59,10 @@ typedef struct {
     size_t                              capacity;    /* bytes per peer */
     ngx_http_prefix_route_choice_t      choice;      /* policy=,
                                                         affinity=,
-                                                        max_load= */
+                                                        max_load=,
+                                                        instances= */
     ngx_uint_t                          feedback;    /* feedback=, what the
                                                         engines' usage does */
-    ngx_uint_t                          instances;   /* instances=, nginx
-                                                        instances in front
-                                                        of the servers */
     ngx_uint_t                          shadow;      /* shadow: another
                                                         balancer chooses */
     ngx_http_upstream_init_pt           shadow_init_upstream; /* its init,

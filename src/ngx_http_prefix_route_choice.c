@@ -33,7 +33,7 @@
 
 
 static void ngx_http_prefix_route_others(ngx_http_prefix_route_candidate_t *c,
-    ngx_uint_t n, size_t len);
+    ngx_uint_t n, size_t len, ngx_uint_t instances);
 static ngx_int_t ngx_http_prefix_route_ttft(
     ngx_http_prefix_route_candidate_t *c, ngx_uint_t n, size_t len,
     size_t expect, ngx_http_prefix_route_choice_t *conf);
@@ -49,7 +49,7 @@ ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
     ngx_uint_t n, size_t len, size_t expect,
     ngx_http_prefix_route_choice_t *conf)
 {
-    ngx_http_prefix_route_others(c, n, len);
+    ngx_http_prefix_route_others(c, n, len, conf->instances);
 
     if (conf->policy == NGX_HTTP_PREFIX_ROUTE_POLICY_CACHE_AWARE) {
         return ngx_http_prefix_route_cache_aware(c, n);
@@ -59,19 +59,34 @@ ngx_http_prefix_route_choose(ngx_http_prefix_route_candidate_t *c,
 }
 
 
+/*
+ * The other nginx instances route as this one does: each is expected to
+ * send a server as many requests as this one has there, which the
+ * gauges show as others'; only what is beyond that tells of a load this
+ * nginx does not see (docs/design.md, "Engine probes").
+ */
+
 static void
 ngx_http_prefix_route_others(ngx_http_prefix_route_candidate_t *c,
-    ngx_uint_t n, size_t len)
+    ngx_uint_t n, size_t len, ngx_uint_t instances)
 {
     size_t      uncached;
-    ngx_uint_t  i, waiting, running, own;
+    ngx_uint_t  i, waiting, running, own, peers;
 
     waiting = NGX_MAX_UINT32_VALUE;
     running = NGX_MAX_UINT32_VALUE;
+    peers = instances > 1 ? instances - 1 : 0;
 
     for (i = 0; i < n; i++) {
 
         if (c[i].usable) {
+            own = peers * (c[i].inflight - c[i].decoding);
+            c[i].others = c[i].others > own ? c[i].others - own : 0;
+
+            own = peers * c[i].decoding;
+            c[i].others_running = c[i].others_running > own
+                                  ? c[i].others_running - own : 0;
+
             waiting = ngx_min(waiting, c[i].others);
             running = ngx_min(running, c[i].others_running);
         }

@@ -46,6 +46,9 @@ typedef struct {
                                                    requests in flight;
                                                    0: no bound */
     size_t                          slack;      /* bytes: equal costs */
+    ngx_uint_t                      instances;  /* nginx instances in
+                                                   front of the servers,
+                                                   this one among them */
 } ngx_http_prefix_route_choice_t;
 
 
@@ -104,7 +107,10 @@ typedef struct {
  * Other clients' requests count only as far as a server has more of them
  * than the usable server with the fewest: what every server carries alike
  * delays each choice alike and changes none, while the readings' noise
- * would.  Then those queued are each as much work as the server's own
+ * would; before that, each server's count loses what the other nginx
+ * instances (instances= less one) are expected to send it, as many as
+ * this nginx has in flight there, queued and answering apart.  Then
+ * those queued are each as much work as the server's own
  * queued requests on average, this one's uncached part there and the
  * request cost counted as one more, and all are in flight; those running
  * are decoding.  "queued", "inflight" and "decoding" are changed so.

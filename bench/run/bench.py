@@ -173,6 +173,11 @@ BALANCERS = collections.OrderedDict([
     ("prefix_route_x3_probe", Balancer(
         "prefix_route with prefix_route_probe, 3 nginx instances",
         "prefix_route instances=3", 3, probe=True)),
+    # both loops closed: responses correct the index, probes give load
+    ("prefix_route_x3_probe_correct", Balancer(
+        "prefix_route feedback=correct with prefix_route_probe, "
+        "3 nginx instances", "prefix_route feedback=correct instances=3", 3,
+        probe=True)),
 ])
 PROBE_INTERVAL_S = 1.0
 
@@ -1538,7 +1543,8 @@ def cmd_probes(a):
                 continue
             rows = {}
             for b in ("prefix_route", "prefix_route_x3",
-                      "prefix_route_x3_probe"):
+                      "prefix_route_x3_probe",
+                      "prefix_route_x3_probe_correct"):
                 res = run_one(procs, a, workdir, wl, spec, path, b,
                               a.port_base, BACKENDS, raw_dir)
                 rows[b] = row_of(res, bnd, None)

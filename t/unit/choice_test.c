@@ -132,6 +132,7 @@ test_choice(void)
     ttft.affinity = 100;
     ttft.max_load = 150;
     ttft.slack = 64;
+    ttft.instances = 1;
 
     simple = ttft;
     simple.policy = NGX_HTTP_PREFIX_ROUTE_POLICY_CACHE_AWARE;
@@ -287,6 +288,52 @@ test_choice(void)
     k = ngx_http_prefix_route_choose(c, 3, 4200, 0, &ttft);
     test_ok(k == 1 && c[0].others == 0 && c[0].cost == c[1].cost,
             "an unusable server's count is not the fewest");
+
+    /*
+     * instances=3: the two other nginx instances are expected to send
+     * each server what this one does, 2 queued and 1 answering here
+     */
+
+    ttft.instances = 3;
+
+    for (i = 0; i < 3; i++) {
+        test_set(&c[0], 0, 0, 3, 2);
+        test_set(&c[1], 0, 0, 3, 1);
+        c[0].decoding = 1;
+        c[1].decoding = 1;
+        c[0].others = 4;
+        c[0].others_running = 2;
+
+        if (i == 1) {
+            ttft.instances = 1;
+
+        } else if (i == 2) {
+            ttft.instances = 3;
+            c[0].others = 6;
+        }
+
+        k = ngx_http_prefix_route_choose(c, 2, 4200, 0, &ttft);
+
+        if (i == 0) {
+            test_ok(k == 0 && c[0].others == 0 && c[0].others_running == 0
+                    && c[0].inflight == 3 && c[0].cost == c[1].cost,
+                    "instances=3: others' requests no more than twice this "
+                    "nginx's on a server are the other instances': they "
+                    "change no choice");
+
+        } else if (i == 1) {
+            test_ok(k == 1 && c[0].others == 4 && c[0].cost > c[1].cost,
+                    "the same gauges with instances=1 are other clients': "
+                    "the other server");
+
+        } else {
+            test_ok(k == 1 && c[0].others == 2 && c[0].inflight == 5,
+                    "instances=3: 6 queued there, 2 beyond the other "
+                    "instances' 4, count: the other server");
+        }
+    }
+
+    ttft.instances = 1;
 
     /*
      * 64 identical prompts at once, none finished: whatever the queue
