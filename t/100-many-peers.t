@@ -21,6 +21,11 @@ our $Http = "upstream llm {\n    prefix_route zone=llm:4m;\n"
           . join("", map { "    listen 127.0.0.1:" . ($Base + $_) . ";\n" } 1 .. $N)
           . "    return 200 \"\$server_port\\n\";\n}\n";
 
+# 3000 servers, nothing listening, in the smallest zone
+our $Small = "upstream small {\n    prefix_route zone=small:128k;\n"
+           . join("", map { "    server 127.0.0.2:" . (20000 + $_) . ";\n" } 1 .. 3000)
+           . "}\n";
+
 add_block_preprocessor(sub {
     my $block = shift;
     $block->set_value(main_config => $LoadModule) unless defined $block->main_config;
@@ -72,10 +77,7 @@ __DATA__
 
 === TEST 2: a zone too small for 3000 servers says so in one line, not one per server
 Nothing listens at these addresses; no request goes to the upstream.
---- http_config eval
-"upstream small {\n    prefix_route zone=small:128k;\n"
-. join("", map { "    server 127.0.0.2:" . (20000 + $_) . ";\n" } 1 .. 3000)
-. "}\n"
+--- http_config eval: $::Small
 --- config
 location = /ok {
     return 200 "ok\n";
