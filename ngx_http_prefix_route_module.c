@@ -171,7 +171,8 @@ static ngx_http_upstream_rr_peer_t *ngx_http_prefix_route_pick(
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_upstream_rr_peers_t *peers,
     ngx_int_t forced, ngx_uint_t *chosen);
 static ngx_uint_t ngx_http_prefix_route_probed(
-    ngx_http_prefix_route_srv_conf_t *prcf, ngx_uint_t b, ngx_uint_t n);
+    ngx_http_prefix_route_srv_conf_t *prcf, ngx_uint_t b,
+    ngx_http_upstream_rr_peers_t *peers);
 static void ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
 static uint64_t ngx_http_prefix_route_clock(void);
@@ -1009,7 +1010,7 @@ ngx_http_prefix_route_round_robin(ngx_peer_connection_t *pc,
         return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
     }
 
-    probed = ngx_http_prefix_route_probed(prcf, ctx->backup, peers->number);
+    probed = ngx_http_prefix_route_probed(prcf, ctx->backup, peers);
 
     if (!probed && peers->next == NULL) {
         return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
@@ -1230,7 +1231,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     now = ngx_time();
 
-    probed = ngx_http_prefix_route_probed(prcf, b, peers->number);
+    probed = ngx_http_prefix_route_probed(prcf, b, peers);
 
     /* collect: the usability rules of round robin, and the ranks */
 
@@ -1449,12 +1450,12 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                                   + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
                                   ctx->len);
 
-            ctx->vrecorded[0] = held;
             ctx->vrecorded[1] = ngx_http_prefix_route_index_record(idx,
                                          ctx->hash, ctx->nblocks, &held, lp,
                                          ctx->tenant,
                                          prcf->capacity / prcf->block,
                                          (uint32_t) ctx->chosen);
+            ctx->vrecorded[0] = held;
         }
 
         hold += ngx_http_prefix_route_clock() - t;
@@ -1470,26 +1471,34 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
 
 /*
- * The number of servers of list "b" (n servers) that the probes pass
- * over, or 0 when they pass over every one: a probe that fails everywhere
- * is more likely wrong than the whole fleet down.  Reads the zone without
- * its mutex: a server's state may change in the meantime.
+ * The number of servers of list "b" ("peers") that the probes pass over,
+ * or 0 when they pass over every one: a probe that fails everywhere is
+ * more likely wrong than the whole fleet down.  Servers marked "down" are
+ * not probed and count in neither.  Reads the zone without its mutex: a
+ * server's state may change in the meantime.
  */
 
 static ngx_uint_t
 ngx_http_prefix_route_probed(ngx_http_prefix_route_srv_conf_t *prcf,
-    ngx_uint_t b, ngx_uint_t n)
+    ngx_uint_t b, ngx_http_upstream_rr_peers_t *peers)
 {
-    ngx_uint_t  i, down;
+    ngx_uint_t                    i, n, down;
+    ngx_http_upstream_rr_peer_t  *peer;
 
     if (prcf->probe.interval == 0) {
         return 0;
     }
 
+    n = 0;
     down = 0;
 
-    for (i = 0; i < n; i++) {
-        down += ngx_http_prefix_route_probe_down(prcf, prcf->shared[b][i]);
+    for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+
+        if (!peer->down) {
+            n++;
+            down += ngx_http_prefix_route_probe_down(prcf,
+                                                     prcf->shared[b][i]);
+        }
     }
 
     return down == n ? 0 : down;
@@ -2518,6 +2527,9 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                                    "policy=cache_aware", &value[i]);
             }
         }
+
+        /* nor does it discount others' requests by the instances' share */
+        prcf->choice.instances = 1;
     }
 
     if (prcf->capacity && prcf->capacity < prcf->block) {

@@ -333,3 +333,19 @@ Nothing listens at b2's address: a probe of it would fail.
 --- no_error_log
 [alert]
 [crit]
+
+
+
+=== TEST 17: a server marked down counts in neither: when every other server fails its probes, none is passed over
+b1's page answers 503; b2 is marked down, nothing listens there.  New
+prompts and bodies that cannot be read go to b1.
+--- http_config eval
+::probed($::Probe, 1, "2 down") . ::engine(1, 'return 503;')
+--- request eval
+["GET /sleep", (map { ::ask("p$_") } 1 .. 3),
+ ("POST /v1/chat/completions\nnot json") x 2]
+--- response_body_like eval
+["ok", ("^b1\n\\z") x 5]
+--- no_error_log
+[alert]
+[crit]
