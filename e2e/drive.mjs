@@ -84,12 +84,14 @@ async function run(tasks, groups) {
       t.done?.(r);
     }
   }));
+  // every request failed: no figures (null), which report.py fails on
+  const ms = (x) => (x === null || Number.isNaN(x) ? null : +x.toFixed(1));
   const mean = ttfts.reduce((a, b) => a + b, 0) / ttfts.length;
   console.log(JSON.stringify({
     requests: ttfts.length + errors, errors,
     hit_rate: prompt ? +(cached / prompt).toFixed(3) : null,
-    ttft_ms: { p50: +pct(ttfts, 0.5).toFixed(1), mean: +mean.toFixed(1),
-               p90: +pct(ttfts, 0.9).toFixed(1) },
+    ttft_ms: { p50: ms(pct(ttfts, 0.5)), mean: ms(mean),
+               p90: ms(pct(ttfts, 0.9)) },
     mostly_uncached: uncached,
     servers_per_group: servers.map((s) => s.size) }));
 }
