@@ -26,6 +26,8 @@ static void test_hash(void);
 static void test_choice(void);
 static void test_set(ngx_http_prefix_route_candidate_t *c, size_t match,
     double queued, ngx_uint_t inflight, uint64_t rank);
+static void test_instances(ngx_http_prefix_route_candidate_t *c,
+    ngx_uint_t others);
 
 
 
@@ -117,6 +119,24 @@ test_set(ngx_http_prefix_route_candidate_t *c, size_t match, double queued,
     c->rank = rank;
     c->weight = 1;
     c->usable = 1;
+}
+
+
+/*
+ * Two servers with 3 requests of this nginx each, 1 of them answering;
+ * the engine of the first (of the higher rank) reports "others" other
+ * requests queued and 2 running.
+ */
+
+static void
+test_instances(ngx_http_prefix_route_candidate_t *c, ngx_uint_t others)
+{
+    test_set(&c[0], 0, 0, 3, 2);
+    test_set(&c[1], 0, 0, 3, 1);
+    c[0].decoding = 1;
+    c[1].decoding = 1;
+    c[0].others = others;
+    c[0].others_running = 2;
 }
 
 
@@ -295,43 +315,27 @@ test_choice(void)
      */
 
     ttft.instances = 3;
+    test_instances(c, 4);
+    k = ngx_http_prefix_route_choose(c, 2, 4200, 0, &ttft);
+    test_ok(k == 0 && c[0].others == 0 && c[0].others_running == 0
+            && c[0].inflight == 3 && c[0].cost == c[1].cost,
+            "instances=3: others' requests no more than twice this "
+            "nginx's on a server are the other instances': they "
+            "change no choice");
 
-    for (i = 0; i < 3; i++) {
-        test_set(&c[0], 0, 0, 3, 2);
-        test_set(&c[1], 0, 0, 3, 1);
-        c[0].decoding = 1;
-        c[1].decoding = 1;
-        c[0].others = 4;
-        c[0].others_running = 2;
+    ttft.instances = 1;
+    test_instances(c, 4);
+    k = ngx_http_prefix_route_choose(c, 2, 4200, 0, &ttft);
+    test_ok(k == 1 && c[0].others == 4 && c[0].cost > c[1].cost,
+            "the same gauges with instances=1 are other clients': "
+            "the other server");
 
-        if (i == 1) {
-            ttft.instances = 1;
-
-        } else if (i == 2) {
-            ttft.instances = 3;
-            c[0].others = 6;
-        }
-
-        k = ngx_http_prefix_route_choose(c, 2, 4200, 0, &ttft);
-
-        if (i == 0) {
-            test_ok(k == 0 && c[0].others == 0 && c[0].others_running == 0
-                    && c[0].inflight == 3 && c[0].cost == c[1].cost,
-                    "instances=3: others' requests no more than twice this "
-                    "nginx's on a server are the other instances': they "
-                    "change no choice");
-
-        } else if (i == 1) {
-            test_ok(k == 1 && c[0].others == 4 && c[0].cost > c[1].cost,
-                    "the same gauges with instances=1 are other clients': "
-                    "the other server");
-
-        } else {
-            test_ok(k == 1 && c[0].others == 2 && c[0].inflight == 5,
-                    "instances=3: 6 queued there, 2 beyond the other "
-                    "instances' 4, count: the other server");
-        }
-    }
+    ttft.instances = 3;
+    test_instances(c, 6);
+    k = ngx_http_prefix_route_choose(c, 2, 4200, 0, &ttft);
+    test_ok(k == 1 && c[0].others == 2 && c[0].inflight == 5,
+            "instances=3: 6 queued there, 2 beyond the other "
+            "instances' 4, count: the other server");
 
     ttft.instances = 1;
 
