@@ -28,6 +28,13 @@
 /* a server's weight, at least 1 */
 #define ngx_http_prefix_route_weight(c)    ((c)->weight > 0 ? (c)->weight : 1)
 
+/*
+ * bytes of the prompt the cost counts candidate "i" to hold: the guess
+ * for the candidate "top", the index's match for the others
+ */
+#define ngx_http_prefix_route_held(c, i, top, guess)                          \
+    ((ngx_int_t) (i) == (top) ? (guess) : (c)[i].match)
+
 /* policy=cache_aware: in-flight spread beyond which load alone decides */
 #define NGX_HTTP_PREFIX_ROUTE_IMBALANCE    15
 
@@ -123,7 +130,7 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
     ngx_http_prefix_route_choice_t *conf)
 {
     double      decode, weight, total, room, best, limit, share;
-    size_t      longest, match;
+    size_t      longest, match, guess, most;
     uint64_t    cached;
     ngx_int_t   chosen, any, top;
     ngx_uint_t  i, inflight, bounded;
@@ -149,11 +156,13 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
 
     /* the guess for a conversation another instance placed */
 
+    guess = ngx_min(expect, len);
+
     if (expect <= longest) {
         top = NGX_ERROR;
 
     } else {
-        longest = ngx_min(expect, len);
+        longest = guess;
     }
 
     for (i = 0; i < n; i++) {
@@ -164,7 +173,7 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
 
         decode = ngx_min(c[i].decoding, NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS / 2);
         weight = ngx_http_prefix_route_weight(&c[i]);
-        match = ((ngx_int_t) i == top) ? ngx_min(expect, len) : c[i].match;
+        match = ngx_http_prefix_route_held(c, i, top, guess);
 
         c[i].cost = (c[i].queued + (double) (len - match))
                     * NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS
@@ -224,8 +233,23 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
                            best / NGX_HTTP_PREFIX_ROUTE_CLOSE);
 
     /*
-     * among equal costs, the highest rank of those whose share of the
-     * index is under the bound, or, when none is, of them all
+     * among equal costs, a server that would redo more prefill than the
+     * costs' tolerance, against the longest match among them, is passed
+     * over: that work is no error of the estimate
+     */
+
+    most = 0;
+
+    for (i = 0; i < n; i++) {
+
+        if (c[i].room && c[i].cost <= limit) {
+            most = ngx_max(most, ngx_http_prefix_route_held(c, i, top, guess));
+        }
+    }
+
+    /*
+     * of the others, the highest rank of those whose share of the index
+     * is under the bound, or, when none is, of them all
      */
 
     chosen = NGX_ERROR;
@@ -233,7 +257,10 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
 
     for (i = 0; i < n; i++) {
 
-        if (!c[i].room || c[i].cost > limit) {
+        if (!c[i].room || c[i].cost > limit
+            || (double) (most - ngx_http_prefix_route_held(c, i, top, guess))
+               > limit - best)
+        {
             continue;
         }
 

@@ -92,9 +92,10 @@ typedef struct {
  *     cost = ttft + affinity / 100 * (longest - match)
  *
  * "longest" is the longest match among the usable servers.  Costs within
- * max(slack, 1/8 of the lowest) of the lowest are equal; among them a
- * server whose share of the index is at most max_load percent of the
- * mean, then the highest rank wins.  "expect": bytes the usable server of
+ * max(slack, 1/8 of the lowest) of the lowest are equal; among them,
+ * of those whose match falls short of the longest among them by at most
+ * that tolerance, a server whose share of the index is at most max_load
+ * percent of the mean, then the highest rank wins.  "expect": bytes the usable server of
  * the highest rank is expected to hold of a conversation another nginx
  * instance placed (its first answer unknown here), when the index knows
  * less there; 0: no guess.

@@ -202,6 +202,23 @@ test_choice(void)
     test_ok(k == 0, "a short shared beginning (one block) does not pull: "
             "among equal estimates the highest rank");
 
+    test_set(&c[0], 0, 0, 1, 9);
+    test_set(&c[1], 8000, 13000, 1, 1);
+    k = ngx_http_prefix_route_choose(c, 2, 20000, 0, &ttft);
+    test_ok(k == 1 && c[0].cost == 28000 && c[1].cost == 25000,
+            "among equal estimates (28000 within 1/8 of 25000), the "
+            "higher rank would redo 8000 bytes, more than that 1/8: the "
+            "holder");
+
+    c[1].queued = 18000;
+    k = ngx_http_prefix_route_choose(c, 2, 20000, 0, &ttft);
+    test_ok(k == 1 && c[1].cost > c[0].cost,
+            "the holder too when its estimate is the higher of the two");
+
+    c[1].queued = 30000;
+    k = ngx_http_prefix_route_choose(c, 2, 20000, 0, &ttft);
+    test_ok(k == 0, "an estimate beyond 1/8 of the lowest is no tie");
+
     /*
      * a later turn of a conversation this instance has not seen, behind a
      * preamble every server holds: the guess that another instance put it
