@@ -95,10 +95,10 @@ typedef struct {
  * max(slack, 1/8 of the lowest) of the lowest are equal; among them,
  * of those whose match falls short of the longest among them by at most
  * that tolerance, a server whose share of the index is at most max_load
- * percent of the mean, then the highest rank wins.  "expect": bytes the usable server of
- * the highest rank is expected to hold of a conversation another nginx
- * instance placed (its first answer unknown here), when the index knows
- * less there; 0: no guess.
+ * percent of the mean, then the highest rank wins.  "expect": bytes the
+ * usable server of the highest rank is expected to hold of a conversation
+ * another nginx instance placed (its first answer unknown here), when the
+ * index knows less there; 0: no guess.
  *
  * policy=cache_aware, the simple rule kept as a baseline: when the
  * servers' requests in flight differ by more than 15, the least
