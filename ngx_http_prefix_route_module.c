@@ -371,6 +371,14 @@ ngx_http_prefix_route_init_process(ngx_cycle_t *cycle)
 
     ngx_http_prefix_route_sweep_conn.fd = (ngx_socket_t) -1;
 
+    /*
+     * and once now: a worker that replaces one killed a moment ago finds
+     * that one's slot free, instead of charging the shared cell, which a
+     * worker's death does not give back
+     */
+
+    ngx_http_prefix_route_each(cycle, ngx_http_prefix_route_load_sweep);
+
     ngx_add_timer(ev, NGX_HTTP_PREFIX_ROUTE_SWEEP);
 
     umcf = ngx_http_cycle_get_module_main_conf(cycle,
@@ -2375,7 +2383,12 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
             n = ngx_atofp(value[i].data + 9, value[i].len - 9, 2);
 
-            if (n == NGX_ERROR || n > 1000) {
+            /* ngx_atofp() reads "." and "1." as numbers */
+
+            if (n == NGX_ERROR || n > 1000
+                || value[i].data[value[i].len - 1] < '0'
+                || value[i].data[value[i].len - 1] > '9')
+            {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid affinity \"%V\", "
                                    "it must be a number from 0 to 10",
@@ -2683,6 +2696,7 @@ ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
     ngx_http_prefix_route_srv_conf_t  *prcf = conf;
 
+    u_char                              *p;
     ssize_t                              size;
     ngx_int_t                            n;
     ngx_str_t                           *value, s;
@@ -2710,17 +2724,21 @@ ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             pc->uri.data = value[i].data + 4;
             pc->uri.len = value[i].len - 4;
 
+            /* it goes into the request line as it is */
+
+            for (p = pc->uri.data; p < pc->uri.data + pc->uri.len; p++) {
+                if (*p <= ' ' || *p == 0x7f) {
+                    break;
+                }
+            }
+
             if (pc->uri.len == 0 || pc->uri.data[0] != '/'
-                || ngx_strlchr(pc->uri.data, pc->uri.data + pc->uri.len, ' ')
-                || ngx_strlchr(pc->uri.data, pc->uri.data + pc->uri.len,
-                               CR)
-                || ngx_strlchr(pc->uri.data, pc->uri.data + pc->uri.len,
-                               LF))
+                || p < pc->uri.data + pc->uri.len)
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid uri \"%V\", it must begin "
-                                   "with \"/\" and hold no space",
-                                   &value[i]);
+                                   "with \"/\" and hold no space or "
+                                   "control character", &value[i]);
                 return NGX_CONF_ERROR;
             }
 

@@ -227,12 +227,14 @@ ngx_http_prefix_route_metrics_line(ngx_http_prefix_route_metrics_t *m)
     switch (mn->field) {
 
     case NGX_HTTP_PREFIX_ROUTE_M_WAITING:
-        m->waiting += v;
+        m->waiting = ngx_min(m->waiting + v,
+                             NGX_HTTP_PREFIX_ROUTE_METRICS_MAX);
         m->has_waiting = 1;
         break;
 
     case NGX_HTTP_PREFIX_ROUTE_M_RUNNING:
-        m->running += v;
+        m->running = ngx_min(m->running + v,
+                             NGX_HTTP_PREFIX_ROUTE_METRICS_MAX);
         m->has_running = 1;
         break;
 
@@ -246,7 +248,8 @@ ngx_http_prefix_route_metrics_line(ngx_http_prefix_route_metrics_t *m)
         break;
 
     default: /* NGX_HTTP_PREFIX_ROUTE_M_SERVED */
-        m->served += v;
+        m->served = ngx_min(m->served + v,
+                            NGX_HTTP_PREFIX_ROUTE_METRICS_MAX);
         m->has_served = 1;
         break;
     }

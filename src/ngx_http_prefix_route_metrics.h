@@ -42,7 +42,10 @@
 /* longer lines are skipped: none of the names above needs one */
 #define NGX_HTTP_PREFIX_ROUTE_METRICS_LINE  512
 
-/* a value above this is out of range: the line is not believed */
+/*
+ * a value above this is out of range: the line is not believed; a sum of
+ * lines stops there, so that it stays a whole number of requests
+ */
 #define NGX_HTTP_PREFIX_ROUTE_METRICS_MAX   1e15
 
 

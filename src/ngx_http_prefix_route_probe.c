@@ -72,6 +72,7 @@ typedef struct {
     char                               *unread;   /* why, when it is not */
 
     size_t                              hlen;
+    ngx_uint_t                          hlong;    /* hline is cut short */
     u_char                              hline[NGX_HTTP_PREFIX_ROUTE_PROBE_LINE];
 
     ngx_http_prefix_route_metrics_t     metrics;
@@ -296,6 +297,7 @@ ngx_http_prefix_route_probe_start(ngx_http_prefix_route_probe_slot_t *s)
     s->status = 0;
     s->unread = NULL;
     s->hlen = 0;
+    s->hlong = 0;
     ngx_http_prefix_route_metrics_init(&s->metrics);
 
     rc = ngx_event_connect_peer(&s->pc);
@@ -499,6 +501,9 @@ ngx_http_prefix_route_probe_parse(ngx_http_prefix_route_probe_slot_t *s,
         if (*p != '\n') {
             if (s->hlen < NGX_HTTP_PREFIX_ROUTE_PROBE_LINE) {
                 s->hline[s->hlen++] = *p;
+
+            } else {
+                s->hlong = 1;
             }
 
             p++;
@@ -514,7 +519,7 @@ ngx_http_prefix_route_probe_parse(ngx_http_prefix_route_probe_slot_t *s,
 
         p++;
 
-        if (s->hlen && s->hline[s->hlen - 1] == '\r') {
+        if (s->hlen && s->hline[s->hlen - 1] == '\r' && !s->hlong) {
             s->hlen--;
         }
 
@@ -523,6 +528,7 @@ ngx_http_prefix_route_probe_parse(ngx_http_prefix_route_probe_slot_t *s,
         }
 
         s->hlen = 0;
+        s->hlong = 0;
     }
 
     if (s->state == NGX_HTTP_PREFIX_ROUTE_PROBE_BODY && p < last) {
@@ -553,6 +559,7 @@ ngx_http_prefix_route_probe_parse(ngx_http_prefix_route_probe_slot_t *s,
 static ngx_int_t
 ngx_http_prefix_route_probe_header(ngx_http_prefix_route_probe_slot_t *s)
 {
+    char       *unread;
     u_char     *p, *last;
     ngx_int_t   n;
 
@@ -560,7 +567,6 @@ ngx_http_prefix_route_probe_header(ngx_http_prefix_route_probe_slot_t *s)
     static u_char  encoding[] = "transfer-encoding:";
 
     p = s->hline;
-    last = s->hline + s->hlen;
 
     if (s->state == NGX_HTTP_PREFIX_ROUTE_PROBE_STATUS) {
 
@@ -592,27 +598,52 @@ ngx_http_prefix_route_probe_header(ngx_http_prefix_route_probe_slot_t *s)
         return NGX_OK;
     }
 
-    if (s->hlen > sizeof(length) - 1
+    last = p + s->hlen;
+    unread = NULL;
+
+    if (s->hlen >= sizeof(length) - 1
         && ngx_strncasecmp(p, length, sizeof(length) - 1) == 0)
     {
-        for (p += sizeof(length) - 1; p < last && *p == ' '; p++) {
+        /* optional white space around the value (RFC 9112) */
+
+        for (p += sizeof(length) - 1; p < last && (*p == ' ' || *p == '\t');
+             p++)
+        {
             /* void */
         }
 
-        s->length = ngx_atoof(p, last - p);
-
-        if (s->length == NGX_ERROR) {
-            s->unread = "its Content-Length is not a number";
-            return NGX_ERROR;
+        while (last > p && (last[-1] == ' ' || last[-1] == '\t')) {
+            last--;
         }
 
-    } else if (s->hlen > sizeof(encoding) - 1
-               && ngx_strncasecmp(p, encoding, sizeof(encoding) - 1) == 0
-               && ngx_strlcasestrn(p, last, (u_char *) "chunked", 7 - 1)
-                  != NULL)
+        if (s->hlong) {
+            unread = "its Content-Length line is too long";
+
+        } else {
+            s->length = ngx_atoof(p, last - p);
+
+            if (s->length == NGX_ERROR) {
+                unread = "its Content-Length is not a number";
+            }
+        }
+
+    } else if (s->hlen >= sizeof(encoding) - 1
+               && ngx_strncasecmp(p, encoding, sizeof(encoding) - 1) == 0)
     {
         /* not asked for by HTTP/1.0; the server is up all the same */
-        s->unread = "the page is chunked";
+
+        if (s->hlong) {
+            unread = "its Transfer-Encoding line is too long";
+
+        } else if (ngx_strlcasestrn(p, last, (u_char *) "chunked", 7 - 1)
+                   != NULL)
+        {
+            unread = "the page is chunked";
+        }
+    }
+
+    if (s->unread == NULL) {
+        s->unread = unread;
     }
 
     return NGX_OK;

@@ -601,7 +601,7 @@ $u =~ s/(prefix_route [^\n]*\n)/$1    prefix_route_probe uri=metrics;\n/;
 $u
 --- must_die
 --- error_log
-invalid uri "uri=metrics", it must begin with "/" and hold no space
+invalid uri "uri=metrics", it must begin with "/" and hold no space or control character
 
 
 
@@ -707,3 +707,30 @@ invalid tenant_share "tenant_share=101%", it must be a percentage from 1% to 100
 "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"hi\"}"
 --- response_body
 b1
+
+
+
+=== TEST 63: affinity of a dot alone is no number (ngx_atofp() reads it as 0)
+--- http_config eval: ::upstream("zone=llm:1m affinity=.", 1)
+--- must_die
+--- error_log
+invalid affinity "affinity=.", it must be a number from 0 to 10
+
+
+
+=== TEST 64: affinity ending with a dot
+--- http_config eval: ::upstream("zone=llm:1m affinity=1.", 1)
+--- must_die
+--- error_log
+invalid affinity "affinity=1.", it must be a number from 0 to 10
+
+
+
+=== TEST 65: prefix_route_probe's uri holds no tab: it would end the request line's target
+--- http_config eval
+my $u = ::upstream(1);
+$u =~ s/(prefix_route [^\n]*\n)/$1    prefix_route_probe "uri=\/met\trics";\n/;
+$u
+--- must_die
+--- error_log
+invalid uri "uri=/met

@@ -349,3 +349,54 @@ prompts and bodies that cannot be read go to b1.
 --- no_error_log
 [alert]
 [crit]
+
+
+
+=== TEST 18: series whose sum no 64-bit count holds read as the largest queue, not as none: new prompts go elsewhere
+b1's page has 30,000 series of 1e15 requests waiting (2^64 is 1.8e19).
+--- http_config eval
+::probed($::Probe, 1, 2)
+. ::engine(1, 'echo_duplicate 30000 "vllm:num_requests_waiting 1e15\n"; echo "vllm:num_requests_running 0";')
+. ::engine(2, ::vllm(0, 0, 0.1, 1))
+--- request eval
+["GET /sleep", (map { ::ask("p$_") } 1 .. 6), "GET /status"]
+--- response_body_like eval
+["ok", ("^b2\n\\z") x 6, qr/"engine":\{"waiting":1000000000000000,"running":0,.*"engine":\{"waiting":0,/s]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 19: a Content-Length with white space around its value is read
+b1's answer carries "Content-Length:  56<tab>", its page's length (echo
+sends none of its own); it is not a failed probe.
+--- http_config eval
+my $page = "vllm:num_requests_waiting 3\nvllm:num_requests_running 1\n";
+::probed($::Probe, 1, 2)
+. ::engine(1, 'add_header Content-Length " ' . length($page) . '\t"; echo -n "'
+           . ($page =~ s/\n/\\n/gr) . '";')
+. ::engine(2, ::vllm(0, 0, 0.1, 1))
+--- request eval
+["GET /sleep", "GET /status"]
+--- response_body_like eval
+["ok", qr/\A(?!.*unhealthy)(?:(?!"engine").)*"probe_failures":0,"probe_restarts":0,"engine":\{"waiting":3,"running":1,/s]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 20: a Content-Length line longer than the probe keeps is not guessed at: the page is not read, the server stays up
+--- http_config eval
+::probed($::Probe, 1, 2)
+. ::engine(1, 'add_header Content-Length "' . ('0' x 60) . '56"; ' . ::vllm(3, 1, 0, 1))
+. ::engine(2, ::vllm(0, 0, 0.1, 1))
+--- request eval
+["GET /sleep", "GET /status", "GET /log"]
+--- response_body_like eval
+["ok", qr/\A(?!.*unhealthy)(?:(?!"engine").)*"probe_failures":0,"probe_restarts":0\}/s,
+ qr/\[warn\] .*prefix_route: the metrics page is not read: its Content-Length line is too long; the server is balanced/]
+--- no_error_log
+[alert]
+[crit]

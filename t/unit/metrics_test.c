@@ -14,6 +14,7 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ngx_http_prefix_route_metrics.h"
 #include "tap.h"
@@ -25,6 +26,7 @@
 static void test_page(const char *name, const char *page, ngx_int_t rc,
     double waiting, double running, double kv, double served);
 static ngx_uint_t test_field(unsigned has, double v, double want);
+static void test_sum(void);
 
 
 int
@@ -122,8 +124,47 @@ main(void)
     test_page("a line too long is passed over, the next ones are read",
         line, NGX_OK, 2, 1, TEST_NONE, TEST_NONE);
 
+    test_sum();
+
     return test_done();
 }
+
+
+/*
+ * 20,000 series of 1e15 requests: their sum stops at 1e15, a whole number
+ * of requests the probe can count, where 2e19 would not fit in 64 bits
+ */
+
+static void
+test_sum(void)
+{
+    size_t      n;
+    ngx_uint_t  i;
+    char       *page, *p;
+
+    static char  one[] = "vllm:num_requests_waiting 1e15\n";
+
+    n = 20000 * (sizeof(one) - 1);
+    page = malloc(n + sizeof("vllm:num_requests_running 1\n"));
+
+    if (page == NULL) {
+        test_ok(0, "a page of 20,000 series: memory");
+        return;
+    }
+
+    for (p = page, i = 0; i < 20000; i++) {
+        p = (char *) ngx_cpymem(p, one, sizeof(one) - 1);
+    }
+
+    ngx_memcpy(p, "vllm:num_requests_running 1\n",
+               sizeof("vllm:num_requests_running 1\n"));
+
+    test_page("series whose sum is beyond 1e15: 1e15", page, NGX_OK, 1e15, 1,
+              TEST_NONE, TEST_NONE);
+
+    free(page);
+}
+
 
 
 /*
