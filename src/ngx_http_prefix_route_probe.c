@@ -619,12 +619,8 @@ ngx_http_prefix_route_probe_header(ngx_http_prefix_route_probe_slot_t *s)
         if (s->hlong) {
             unread = "its Content-Length line is too long";
 
-        } else {
-            s->length = ngx_atoof(p, last - p);
-
-            if (s->length == NGX_ERROR) {
-                unread = "its Content-Length is not a number";
-            }
+        } else if ((s->length = ngx_atoof(p, last - p)) == NGX_ERROR) {
+            unread = "its Content-Length is not a number";
         }
 
     } else if (s->hlen >= sizeof(encoding) - 1

@@ -143,9 +143,10 @@ test_sum(void)
     char       *page, *p;
 
     static char  one[] = "vllm:num_requests_waiting 1e15\n";
+    static char  last[] = "vllm:num_requests_running 1\n";
 
     n = 20000 * (sizeof(one) - 1);
-    page = malloc(n + sizeof("vllm:num_requests_running 1\n"));
+    page = malloc(n + sizeof(last));
 
     if (page == NULL) {
         test_ok(0, "a page of 20,000 series: memory");
@@ -156,8 +157,7 @@ test_sum(void)
         p = (char *) ngx_cpymem(p, one, sizeof(one) - 1);
     }
 
-    ngx_memcpy(p, "vllm:num_requests_running 1\n",
-               sizeof("vllm:num_requests_running 1\n"));
+    ngx_memcpy(p, last, sizeof(last));
 
     test_page("series whose sum is beyond 1e15: 1e15", page, NGX_OK, 1e15, 1,
               TEST_NONE, TEST_NONE);
