@@ -1018,6 +1018,14 @@ ngx_http_prefix_route_round_robin(ngx_peer_connection_t *pc,
         return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
     }
 
+    /*
+     * round robin turns to the backups on its own too, when another
+     * worker fails the last primary after the look below: the list in
+     * use tells which, the backups' having no next
+     */
+
+    ctx->backup = (peers->next == NULL && prcf->peers->next != NULL);
+
     probed = ngx_http_prefix_route_probed(prcf, ctx->backup, peers);
 
     if (!probed && peers->next == NULL) {
