@@ -178,23 +178,12 @@ static void ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc,
 static uint64_t ngx_http_prefix_route_clock(void);
 static void ngx_http_prefix_route_held(ngx_http_prefix_route_sh_t *sh,
     uint64_t ns);
+static void ngx_http_prefix_route_count(void *data);
 
 static ngx_int_t ngx_http_prefix_route_add_variables(ngx_conf_t *cf);
-static ngx_int_t ngx_http_prefix_route_check(ngx_conf_t *cf);
 static ngx_int_t ngx_http_prefix_route_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
-static void *ngx_http_prefix_route_create_conf(ngx_conf_t *cf);
-static char *ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static ngx_int_t ngx_http_prefix_route_percent(ngx_str_t *value,
-    size_t skip);
-static char *ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_prefix_route_salt(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static char *ngx_http_prefix_route_status(ngx_conf_t *cf, ngx_command_t *cmd,
-    void *conf);
-static void ngx_http_prefix_route_count(void *data);
+static ngx_int_t ngx_http_prefix_route_check(ngx_conf_t *cf);
 static ngx_int_t ngx_http_prefix_route_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 static void ngx_http_prefix_route_feedback(ngx_http_request_t *r,
@@ -203,6 +192,18 @@ static size_t ngx_http_prefix_route_answered(ngx_http_prefix_route_ctx_t *ctx,
     size_t match, ngx_uint_t *answer);
 static void ngx_http_prefix_route_model_name(u_char *dst, u_char *src,
     size_t len, uint64_t model);
+
+static void *ngx_http_prefix_route_create_conf(ngx_conf_t *cf);
+static char *ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static ngx_int_t ngx_http_prefix_route_percent(ngx_str_t *value,
+    size_t skip);
+static char *ngx_http_prefix_route_salt(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
+static char *ngx_http_prefix_route_status(ngx_conf_t *cf, ngx_command_t *cmd,
+    void *conf);
 
 
 static ngx_command_t  ngx_http_prefix_route_commands[] = {
@@ -829,19 +830,16 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
         return;
     }
 
+    /* the prompt and its hashes are built in the process's buffers */
+
     x.max_prefix = prcf->max_prefix;
     x.block = prcf->block;
-    x.buf = ngx_pnalloc(r->pool, prcf->max_prefix);
-    x.hash = ngx_palloc(r->pool,
-                        prcf->max_prefix / prcf->block * sizeof(uint64_t));
+    x.buf = NULL;
+    x.hash = NULL;
     x.name = ctx->model_name;
     x.name_size = sizeof(ctx->model_name);
     x.answers = ctx->answers;
     x.max_answers = NGX_HTTP_PREFIX_ROUTE_ANSWERS;
-
-    if (x.buf == NULL || x.hash == NULL) {
-        return;
-    }
 
     if (ngx_http_prefix_route_extract(&x, rb->bufs) != NGX_OK) {
 
@@ -867,18 +865,29 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
                           x.json_error, x.position);
             break;
 
+        case NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY:
+            ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                          "prefix_route: no memory for a prompt of %uz "
+                          "bytes, round robin", x.max_prefix);
+            break;
+
         default: /* NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT */
             ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                           "prefix_route: request body has no prompt, "
                           "round robin");
         }
 
-        ngx_pfree(r->pool, x.buf);
-        ngx_pfree(r->pool, x.hash);
         return;
     }
 
-    ctx->hash = x.hash;
+    /* only the hashes are kept: the prompt text is overwritten by the next */
+
+    ctx->hash = ngx_palloc(r->pool, x.nblocks * sizeof(uint64_t));
+    if (ctx->hash == NULL) {
+        return;
+    }
+
+    ngx_memcpy(ctx->hash, x.hash, x.nblocks * sizeof(uint64_t));
     ctx->nblocks = x.nblocks;
     ctx->len = x.len;
     ctx->whole = x.whole;
@@ -889,10 +898,6 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ctx->tenant = x.seed ^ x.model;
     ctx->nanswers = x.nanswers;
     ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
-
-    /* only the hashes are kept: the prompt text goes at once */
-
-    ngx_pfree(r->pool, x.buf);
 
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "prefix_route: prompt %uz bytes, %ui blocks, "
@@ -2230,9 +2235,15 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
  * prefix_route zone=name:size [block=size] [max_prefix=size]
  *              [capacity=size] [affinity=number] [policy=ttft|cache_aware]
  *              [max_load=percent|off] [feedback=on|correct|off]
- *              [instances=number] [tenant_share=percent|off];
+ *              [instances=number] [tenant_share=percent|off] [shadow];
  *
- * Defaults and units are in README.md and docs/reference.md.
+ * Sizes are bytes of canonical prompt (zone: bytes of shared memory),
+ * affinity a factor with two decimals (kept in hundredths), max_load and
+ * tenant_share percents; docs/reference.md gives each one's range and
+ * default.  Returns NGX_CONF_ERROR, after a message naming the mistake,
+ * for a value out of range, a parameter unknown or given twice, a zone
+ * missing or shared, and a place the balancer cannot take.  decay= is
+ * obsolete, accepted with a warning until a release drops it.
  */
 
 static char *
@@ -2398,8 +2409,9 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                 || value[i].data[value[i].len - 1] > '9')
             {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "invalid affinity \"%V\", "
-                                   "it must be a number from 0 to 10",
+                                   "invalid affinity \"%V\", it must be "
+                                   "a number from 0 to 10 with at most "
+                                   "two decimals",
                                    &value[i]);
                 return NGX_CONF_ERROR;
             }
@@ -2599,9 +2611,12 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     if (uscf->peer.init_upstream) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "\"prefix_route\" directive must come before "
-                           "\"keepalive\" and cannot follow another load "
-                           "balancing method unless \"shadow\" is given");
+                           "\"prefix_route\" directive follows "
+                           "\"keepalive\" or another load balancing "
+                           "method (\"least_conn\", \"hash\", "
+                           "\"random\"...): put it first in the "
+                           "upstream, or give \"shadow\" to watch that "
+                           "method");
         return NGX_CONF_ERROR;
     }
 
@@ -2834,6 +2849,11 @@ ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     return NGX_CONF_OK;
 }
 
+
+/*
+ * prefix_route_status; in a location: its handler serves the figures of
+ * every prefix_route zone (ngx_http_prefix_route_status.c).
+ */
 
 static char *
 ngx_http_prefix_route_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)

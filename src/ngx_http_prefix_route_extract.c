@@ -30,7 +30,18 @@ typedef struct {
 } ngx_http_prefix_route_body_t;
 
 
+/* a buffer of the process, grown as needed */
+typedef struct {
+    void                               *data;
+    size_t                              size;        /* bytes */
+} ngx_http_prefix_route_scratch_t;
+
+
 static u_char *ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size);
+static void *ngx_http_prefix_route_scratch(ngx_http_prefix_route_scratch_t *s,
+    size_t size);
+static void ngx_http_prefix_route_scratch_free(
+    ngx_http_prefix_route_scratch_t *s);
 static size_t ngx_http_prefix_route_read(void *buffer, size_t buflen,
     void *data);
 static void *ngx_http_prefix_route_json_malloc(size_t size);
@@ -55,8 +66,15 @@ static void      (*ngx_http_prefix_route_json_release)(void *p) = free;
  */
 #define NGX_HTTP_PREFIX_ROUTE_GATHER_MAX    (8 * 1024 * 1024)
 
-static u_char  *ngx_http_prefix_route_gather_buf;
-static size_t   ngx_http_prefix_route_gather_size;
+static ngx_http_prefix_route_scratch_t  ngx_http_prefix_route_gather_buf;
+
+/*
+ * the prompt and its hashes, when the caller has no buffers of its own:
+ * the module drops the text at once and copies the hashes it keeps, so a
+ * request allocates for its own blocks, not for max_prefix
+ */
+static ngx_http_prefix_route_scratch_t  ngx_http_prefix_route_prompt_buf;
+static ngx_http_prefix_route_scratch_t  ngx_http_prefix_route_hash_buf;
 
 /* file reads: a fixed buffer of the process, not one per request */
 static u_char  ngx_http_prefix_route_read_buf[NGX_HTTP_PREFIX_ROUTE_READ_SIZE];
@@ -77,10 +95,9 @@ ngx_http_prefix_route_extract_init(void *(*alloc)(size_t size),
 void
 ngx_http_prefix_route_extract_exit(void)
 {
-    free(ngx_http_prefix_route_gather_buf);
-
-    ngx_http_prefix_route_gather_buf = NULL;
-    ngx_http_prefix_route_gather_size = 0;
+    ngx_http_prefix_route_scratch_free(&ngx_http_prefix_route_gather_buf);
+    ngx_http_prefix_route_scratch_free(&ngx_http_prefix_route_prompt_buf);
+    ngx_http_prefix_route_scratch_free(&ngx_http_prefix_route_hash_buf);
 }
 
 
@@ -113,6 +130,21 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
 
     if (x->size == 0) {
         x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_EMPTY;
+        return NGX_DECLINED;
+    }
+
+    if (x->buf == NULL) {
+        x->buf = ngx_http_prefix_route_scratch(
+                              &ngx_http_prefix_route_prompt_buf, x->max_prefix);
+    }
+
+    if (x->hash == NULL) {
+        x->hash = ngx_http_prefix_route_scratch(&ngx_http_prefix_route_hash_buf,
+                              x->max_prefix / x->block * sizeof(uint64_t));
+    }
+
+    if (x->buf == NULL || x->hash == NULL) {
+        x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY;
         return NGX_DECLINED;
     }
 
@@ -223,46 +255,94 @@ static u_char *
 ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size)
 {
     u_char       *p, *buf;
-    size_t        n;
-    ngx_chain_t  *cl;
+    ngx_uint_t    n;
+    ngx_chain_t  *cl, *one;
 
-    if (in->next == NULL) {
-        return ngx_buf_in_memory(in->buf) ? in->buf->pos : NULL;
-    }
+    /* empty buffers, as the one that ends a chunked body, hold nothing */
 
-    if (size > NGX_HTTP_PREFIX_ROUTE_GATHER_MAX) {
-        return NULL;
-    }
+    n = 0;
+    one = NULL;
 
     for (cl = in; cl; cl = cl->next) {
+
+        if (ngx_buf_size(cl->buf) == 0) {
+            continue;
+        }
+
         if (!ngx_buf_in_memory(cl->buf)) {
             return NULL;
         }
+
+        one = cl;
+        n++;
     }
 
-    if ((size_t) size > ngx_http_prefix_route_gather_size) {
+    if (n == 1) {
+        return one->buf->pos;
+    }
 
-        for (n = 65536; n < (size_t) size; n *= 2) {
+    if (n == 0 || size > NGX_HTTP_PREFIX_ROUTE_GATHER_MAX) {
+        return NULL;
+    }
+
+    buf = ngx_http_prefix_route_scratch(&ngx_http_prefix_route_gather_buf,
+                                        (size_t) size);
+    if (buf == NULL) {
+        return NULL;
+    }
+
+    p = buf;
+
+    for (cl = in; cl; cl = cl->next) {
+        if (ngx_buf_size(cl->buf)) {
+            p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
+        }
+    }
+
+    return buf;
+}
+
+
+/*
+ * A buffer of the process of at least "size" bytes, grown to a power of
+ * two and kept until ngx_http_prefix_route_scratch_free(); NULL when
+ * memory is short.
+ */
+
+static void *
+ngx_http_prefix_route_scratch(ngx_http_prefix_route_scratch_t *s,
+    size_t size)
+{
+    void    *p;
+    size_t   n;
+
+    if (size > s->size) {
+
+        for (n = 4096; n < size; n *= 2) {
             /* void */
         }
 
-        buf = malloc(n);
-        if (buf == NULL) {
+        p = malloc(n);
+        if (p == NULL) {
             return NULL;
         }
 
-        free(ngx_http_prefix_route_gather_buf);
-        ngx_http_prefix_route_gather_buf = buf;
-        ngx_http_prefix_route_gather_size = n;
+        free(s->data);
+        s->data = p;
+        s->size = n;
     }
 
-    p = ngx_http_prefix_route_gather_buf;
+    return s->data;
+}
 
-    for (cl = in; cl; cl = cl->next) {
-        p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
-    }
 
-    return ngx_http_prefix_route_gather_buf;
+static void
+ngx_http_prefix_route_scratch_free(ngx_http_prefix_route_scratch_t *s)
+{
+    free(s->data);
+
+    s->data = NULL;
+    s->size = 0;
 }
 
 

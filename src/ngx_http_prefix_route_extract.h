@@ -50,7 +50,8 @@ typedef enum {
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_EMPTY,     /* no body */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_BUDGET,    /* parsing needs more */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON,      /* not JSON jansson reads */
-    NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT  /* none of the four shapes */
+    NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT, /* none of the four shapes */
+    NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY     /* no memory for buf, hash */
 } ngx_http_prefix_route_extract_e;
 
 
@@ -58,8 +59,12 @@ typedef struct {
     /* set by the caller */
     size_t                            max_prefix; /* bytes of prompt */
     size_t                            block;      /* bytes */
-    u_char                           *buf;        /* max_prefix bytes */
-    uint64_t                         *hash;       /* max_prefix / block */
+    u_char                           *buf;        /* max_prefix bytes;
+                                                     NULL: the process's */
+    uint64_t                         *hash;       /* max_prefix / block;
+                                                     NULL: the process's,
+                                                     set here, good until
+                                                     the next call */
     u_char                           *name;       /* the model's name, cut
                                                      to name_size - 1
                                                      bytes, or NULL */
@@ -106,7 +111,8 @@ void ngx_http_prefix_route_extract_init(void *(*alloc)(size_t size),
 
 /*
  * Frees what the stage keeps for the process (the buffer that gathers a
- * body of several memory buffers for the fast path), when it exits.
+ * body of several memory buffers for the fast path, those of the prompt
+ * and its hashes), when it exits.
  */
 void ngx_http_prefix_route_extract_exit(void);
 

@@ -14,15 +14,13 @@ static ngx_uint_t ngx_http_prefix_route_load_slot(
     ngx_http_prefix_route_index_t *idx);
 static ngx_uint_t ngx_http_prefix_route_load_orphans(
     ngx_http_prefix_route_index_t *idx, ngx_uint_t slot);
-
-
-/* this process, told apart from earlier ones of the same pid */
 static void ngx_http_prefix_route_load_add(ngx_http_prefix_route_cell_t *c,
     uint64_t work, uint64_t bytes);
 static void ngx_http_prefix_route_load_sub(ngx_http_prefix_route_cell_t *c,
     uint64_t work, uint64_t bytes, ngx_uint_t waiting, ngx_uint_t inflight);
 
 
+/* this process, told apart from earlier ones of the same pid */
 static uint64_t  ngx_http_prefix_route_nonce;
 
 

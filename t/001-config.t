@@ -334,7 +334,7 @@ upstream llm {
 }
 --- must_die
 --- error_log
-"prefix_route" directive must come before "keepalive" and cannot follow another load balancing method
+"prefix_route" directive follows "keepalive" or another load balancing method
 
 
 
@@ -348,7 +348,7 @@ upstream llm {
 }
 --- must_die
 --- error_log
-"prefix_route" directive must come before "keepalive" and cannot follow another load balancing method
+"prefix_route" directive follows "keepalive" or another load balancing method
 
 
 
@@ -710,7 +710,7 @@ b1
 
 
 
-=== TEST 63: affinity of a dot alone is no number (ngx_atofp() reads it as 0)
+=== TEST 62: affinity of a dot alone is no number (ngx_atofp() reads it as 0)
 --- http_config eval: ::upstream("zone=llm:1m affinity=.", 1)
 --- must_die
 --- error_log
@@ -718,11 +718,19 @@ invalid affinity "affinity=.", it must be a number from 0 to 10
 
 
 
-=== TEST 64: affinity ending with a dot
+=== TEST 63: affinity ending with a dot
 --- http_config eval: ::upstream("zone=llm:1m affinity=1.", 1)
 --- must_die
 --- error_log
 invalid affinity "affinity=1.", it must be a number from 0 to 10
+
+
+
+=== TEST 64: affinity with three decimals: the message names the rule it breaks
+--- http_config eval: ::upstream("zone=llm:1m affinity=1.234", 1)
+--- must_die
+--- error_log
+invalid affinity "affinity=1.234", it must be a number from 0 to 10 with at most two decimals
 
 
 

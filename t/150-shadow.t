@@ -128,7 +128,7 @@ $u =~ s/(    prefix_route )/    least_conn;\n$1/;
 $u
 --- must_die
 --- error_log
-"prefix_route" directive must come before "keepalive" and cannot follow another load balancing method unless "shadow" is given
+"prefix_route" directive follows "keepalive" or another load balancing method ("least_conn", "hash", "random"...): put it first in the upstream, or give "shadow" to watch that method
 
 
 

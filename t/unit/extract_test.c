@@ -51,6 +51,9 @@ static ngx_file_t   test_file;
 static ngx_uint_t   test_moved;     /* the stage moved the file's offset */
 static ngx_str_t    test_salt;      /* prefix_route_salt's value */
 static ngx_uint_t   test_cache_salt;
+static ngx_uint_t   test_own;       /* the stage's buffers, not out's */
+static ngx_uint_t   test_chunked;   /* an empty last buffer, as nginx's
+                                       chunked body filter appends */
 
 
 int
@@ -135,6 +138,24 @@ main(void)
     test_extract(body, len, TEST_PIECES, 1, b);
     test_ok(test_same(a, b) && !test_moved,
             "in 64 buffers, every other one in the file: the same hashes");
+
+    test_own = 1;
+    test_chunked = 1;
+
+    test_extract(body, len, 1, 0, b);
+    test_ok(test_same(a, b), "in one buffer and an empty last one, with "
+            "the stage's own buffers: the same hashes");
+
+    test_extract(body, len, TEST_PIECES, 0, b);
+    test_ok(test_same(a, b), "in 64 buffers and an empty last one, with "
+            "the stage's own buffers: the same hashes");
+
+    test_extract(body, len, 3, 1, b);
+    test_ok(test_same(a, b), "in 3 buffers, one in the file, and an empty "
+            "last one, with the stage's own buffers: the same hashes");
+
+    test_own = 0;
+    test_chunked = 0;
 
     free(body);
 
@@ -291,9 +312,9 @@ test_extract(u_char *body, size_t len, ngx_uint_t pieces, ngx_uint_t in_file,
     test_out_t *out)
 {
     off_t         start, end;
-    ngx_buf_t     bufs[TEST_PIECES];
-    ngx_uint_t    i;
-    ngx_chain_t   chain[TEST_PIECES];
+    ngx_buf_t     bufs[TEST_PIECES + 1];
+    ngx_uint_t    i, n;
+    ngx_chain_t   chain[TEST_PIECES + 1];
 
     ngx_memzero(bufs, sizeof(bufs));
 
@@ -322,13 +343,20 @@ test_extract(u_char *body, size_t len, ngx_uint_t pieces, ngx_uint_t in_file,
         chain[i].next = (i + 1 < pieces) ? &chain[i + 1] : NULL;
     }
 
+    if (test_chunked && pieces) {
+        bufs[pieces].last_buf = 1;
+        chain[pieces].buf = &bufs[pieces];
+        chain[pieces].next = NULL;
+        chain[pieces - 1].next = &chain[pieces];
+    }
+
     test_file.offset = 777;
 
     ngx_memzero(&out->x, sizeof(ngx_http_prefix_route_extract_t));
     out->x.max_prefix = TEST_CAP;
     out->x.block = TEST_BLOCK;
-    out->x.buf = out->buf;
-    out->x.hash = out->hash;
+    out->x.buf = test_own ? NULL : out->buf;
+    out->x.hash = test_own ? NULL : out->hash;
     out->x.name = out->name;
     out->x.name_size = sizeof(out->name);
     out->x.answers = out->answers;
@@ -337,6 +365,11 @@ test_extract(u_char *body, size_t len, ngx_uint_t pieces, ngx_uint_t in_file,
     out->x.cache_salt = test_cache_salt;
 
     out->rc = ngx_http_prefix_route_extract(&out->x, pieces ? chain : NULL);
+
+    if (test_own && out->rc == NGX_OK) {
+        n = out->x.nblocks * sizeof(uint64_t);
+        ngx_memcpy(out->hash, out->x.hash, ngx_min(n, sizeof(out->hash)));
+    }
 
     test_moved = (test_file.offset != 777);
 }
