@@ -316,7 +316,7 @@ ngx_http_prefix_route_scratch(ngx_http_prefix_route_scratch_t *s,
     void    *p;
     size_t   n;
 
-    if (size > s->size) {
+    if (size > s->size || s->data == NULL) {
 
         for (n = 4096; n < size; n *= 2) {
             /* void */
