@@ -59,12 +59,12 @@ typedef struct {
     /* set by the caller */
     size_t                            max_prefix; /* bytes of prompt */
     size_t                            block;      /* bytes */
-    u_char                           *buf;        /* max_prefix bytes;
-                                                     NULL: the process's */
-    uint64_t                         *hash;       /* max_prefix / block;
-                                                     NULL: the process's,
-                                                     set here, good until
-                                                     the next call */
+    u_char                           *buf;        /* max_prefix bytes */
+    uint64_t                         *hash;       /* max_prefix / block */
+                                                  /* either NULL: the
+                                                     process's, set here,
+                                                     good until the next
+                                                     call */
     u_char                           *name;       /* the model's name, cut
                                                      to name_size - 1
                                                      bytes, or NULL */
