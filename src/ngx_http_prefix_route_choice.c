@@ -129,7 +129,8 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
     ngx_uint_t n, size_t len, size_t expect,
     ngx_http_prefix_route_choice_t *conf)
 {
-    double      decode, weight, total, room, best, limit, share;
+    double      decode, weight, total, room, best, limit, share,
+                affinity;
     size_t      longest, match, guess, most;
     uint64_t    cached;
     ngx_int_t   chosen, any, top;
@@ -171,6 +172,43 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
             continue;
         }
 
+        total += ngx_http_prefix_route_weight(&c[i]);
+        inflight += c[i].inflight;
+        cached += c[i].cached;
+    }
+
+    if (total == 0) {
+        return NGX_ERROR;
+    }
+
+    /*
+     * a copy of the prefix on another server also takes as much of its
+     * cache, evicting prefixes others will redo: the prefill redone counts
+     * twice while a holder of the longest match has at most its share of
+     * the index; beyond, that pull would pile prefixes, and their requests,
+     * on it (docs/design.md)
+     */
+
+    affinity = (double) conf->affinity / 100;
+
+    for (i = 0; i < n; i++) {
+
+        if (c[i].usable
+            && ngx_http_prefix_route_held(c, i, top, guess) == longest
+            && (double) c[i].cached * total
+               <= (double) cached * ngx_http_prefix_route_weight(&c[i]))
+        {
+            affinity *= 2;
+            break;
+        }
+    }
+
+    for (i = 0; i < n; i++) {
+
+        if (!c[i].usable) {
+            continue;
+        }
+
         decode = ngx_min(c[i].decoding, NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS / 2);
         weight = ngx_http_prefix_route_weight(&c[i]);
         match = ngx_http_prefix_route_held(c, i, top, guess);
@@ -178,15 +216,7 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
         c[i].cost = (c[i].queued + (double) (len - match))
                     * NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS
                     / (NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS - decode) / weight
-                    + (double) (longest - match) * conf->affinity / 100;
-
-        total += weight;
-        inflight += c[i].inflight;
-        cached += c[i].cached;
-    }
-
-    if (total == 0) {
-        return NGX_ERROR;
+                    + (double) (longest - match) * affinity;
     }
 
     /* the load bound: room for this request, rounded up */

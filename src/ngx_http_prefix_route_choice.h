@@ -89,9 +89,11 @@ typedef struct {
  *
  *     ttft = (queued + len - match)
  *            * STEP_TOKENS / (STEP_TOKENS - decoding) / weight
- *     cost = ttft + affinity / 100 * (longest - match)
+ *     cost = ttft + affinity / 100 * (longest - match) * evict
  *
- * "longest" is the longest match among the usable servers.  Costs within
+ * "longest" is the longest match among the usable servers; "evict" is 2
+ * while a holder of it has at most its weighted share of the index's
+ * blocks (a copy elsewhere would evict as much there), else 1.  Costs within
  * max(slack, 1/8 of the lowest) of the lowest are equal; among them,
  * of those whose match falls short of the longest among them by at most
  * that tolerance, a server whose share of the index is at most max_load

@@ -114,6 +114,7 @@ test_set(ngx_http_prefix_route_candidate_t *c, size_t match, double queued,
     ngx_memzero(c, sizeof(ngx_http_prefix_route_candidate_t));
 
     c->match = match;
+    c->cached = match / 64;
     c->queued = queued;
     c->inflight = inflight;
     c->rank = rank;
@@ -234,11 +235,13 @@ test_choice(void)
 
     k = ngx_http_prefix_route_choose(c, 3, 12000, 10000, &ttft);
     test_ok(k == 0 && c[0].cost == 3000 + 2000
-            && c[2].cost == 11000 + 9000,
+            && c[2].cost == 11000 + 2 * 9000,
             "with the guess that the top rank holds it up to its last "
-            "answer: there, its queue shorter than the prefill saved");
+            "answer (its share of the index no more than the others', "
+            "so the prefill redone counts twice): there, its queue "
+            "shorter than the prefill saved");
 
-    c[0].queued = 30000;
+    c[0].queued = 40000;
     k = ngx_http_prefix_route_choose(c, 3, 12000, 10000, &ttft);
     test_ok(k == 2, "the guess is an estimate: a queue longer than the "
             "prefill it saves still loses");
@@ -247,6 +250,41 @@ test_choice(void)
     c[1].match = 11000;
     k = ngx_http_prefix_route_choose(c, 3, 12000, 10000, &ttft);
     test_ok(k == 1, "a server known to hold more than the guess: no guess");
+
+    /*
+     * a copy elsewhere also evicts as much there: the prefill redone
+     * counts twice while a holder of the longest match has at most its
+     * share of the index
+     */
+
+    test_set(&c[0], 8000, 20000, 1, 1);
+    test_set(&c[1], 0, 0, 1, 2);
+    c[0].cached = 100;
+    c[1].cached = 100;
+    k = ngx_http_prefix_route_choose(c, 2, 20000, 0, &ttft);
+    test_ok(k == 0 && c[0].cost == 32000 && c[1].cost == 20000 + 2 * 8000,
+            "the holder with half the index: the prefill redone counts "
+            "twice, and it keeps the prompt behind its queue");
+
+    c[0].cached = 150;
+    c[1].cached = 50;
+    k = ngx_http_prefix_route_choose(c, 2, 20000, 0, &ttft);
+    test_ok(k == 1 && c[1].cost == 20000 + 8000,
+            "the holder with 3/4 of the index: once, and the prompt goes "
+            "where it starts sooner");
+
+    c[0].weight = 3;
+    c[0].queued = 87000;
+    k = ngx_http_prefix_route_choose(c, 2, 20000, 0, &ttft);
+    test_ok(k == 0 && c[0].cost == 33000 && c[1].cost == 20000 + 2 * 8000,
+            "shares follow the weights: 3/4 of the index is the share of "
+            "a holder of weight 3 beside one of weight 1, so twice");
+
+    c[0].cached = 190;
+    c[1].cached = 10;
+    k = ngx_http_prefix_route_choose(c, 2, 20000, 0, &ttft);
+    test_ok(k == 1 && c[1].cost == 20000 + 8000,
+            "and beyond 3/4, once");
 
     /* decoding requests slow the prefill */
 
