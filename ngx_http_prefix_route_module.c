@@ -1885,11 +1885,13 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
             return ngx_http_next_body_filter(r, in);
         }
 
-        ctx->usage = ngx_pcalloc(r->pool,
-                                 sizeof(ngx_http_prefix_route_usage_t));
+        ctx->usage = ngx_palloc(r->pool,
+                                sizeof(ngx_http_prefix_route_usage_t));
         if (ctx->usage == NULL) {
             return ngx_http_next_body_filter(r, in);
         }
+
+        ngx_http_prefix_route_usage_init(ctx->usage);
 
         ctx->read = 0;
     }

@@ -35,6 +35,8 @@
  * reader (src/ngx_http_prefix_route_usage.c), whole and in those pieces:
  * both give the same answer, and reported counts are in range (cached at
  * most the prompt, the prompt at most NGX_HTTP_PREFIX_ROUTE_USAGE_MAX);
+ * its fast path, at the input's first 64 '{'s, answers as jansson does
+ * or leaves the object to jansson;
  * and as an engine's metrics page by the metrics reader
  * (src/ngx_http_prefix_route_metrics.c), whole and in pieces: the same
  * gauges either way, each in range.
@@ -64,6 +66,7 @@
 #define FUZZ_SMALL_CAP  1024        /* the small caps are 0 .. this */
 #define FUZZ_PIECE      8192        /* nginx buffers of 1 .. this bytes */
 #define FUZZ_NOMEM      16          /* fail one of the first allocations */
+#define FUZZ_OBJECTS    64          /* usage objects tried at '{'s */
 
 
 
@@ -97,6 +100,7 @@ static void fuzz_same(const char *what, fuzz_out_t *a, fuzz_out_t *b);
 static void fuzz_prefix(fuzz_out_t *big, size_t cap, json_t *root);
 static void fuzz_nomem(fuzz_out_t *big, ngx_uint_t n, json_t *root);
 static void fuzz_usage(const uint8_t *data, size_t size, size_t piece);
+static void fuzz_usage_scan(u_char *p, u_char *last);
 static void fuzz_metrics(const uint8_t *data, size_t size, size_t piece);
 static void *fuzz_malloc(size_t size);
 static void fuzz_free(fuzz_out_t *out);
@@ -664,6 +668,47 @@ fuzz_usage(const uint8_t *data, size_t size, size_t piece)
         fprintf(stderr, "prompt_fuzzer: usage out of range: %llu cached of "
                 "%llu\n", (unsigned long long) t[0].cached,
                 (unsigned long long) t[0].prompt);
+        abort();
+    }
+
+    for (i = 0, n = 0; i < size && n < FUZZ_OBJECTS; i++) {
+        if (data[i] == '{') {
+            fuzz_usage_scan((u_char *) data + i, (u_char *) data + size);
+            n++;
+        }
+    }
+}
+
+
+/* The usage object at p read by the fast path and by jansson: the same */
+
+static void
+fuzz_usage_scan(u_char *p, u_char *last)
+{
+    ngx_int_t                       rc[2];
+    ngx_http_prefix_route_tokens_t  t[2];
+
+    ngx_memzero(&t, sizeof(t));
+
+    rc[0] = ngx_http_prefix_route_usage_scan(p, last, &t[0]);
+
+    if (rc[0] == NGX_AGAIN) {
+        return;
+    }
+
+    rc[1] = ngx_http_prefix_route_usage_json(p, last, &t[1]);
+
+    if (rc[0] != rc[1]
+        || (rc[0] == NGX_OK
+            && (t[0].prompt != t[1].prompt || t[0].cached != t[1].cached
+                || t[0].has_cached != t[1].has_cached)))
+    {
+        fprintf(stderr, "prompt_fuzzer: the usage fast path says %d "
+                "(%llu, %llu), jansson %d (%llu, %llu), %zu bytes left\n",
+                (int) rc[0], (unsigned long long) t[0].prompt,
+                (unsigned long long) t[0].cached, (int) rc[1],
+                (unsigned long long) t[1].prompt,
+                (unsigned long long) t[1].cached, (size_t) (last - p));
         abort();
     }
 }

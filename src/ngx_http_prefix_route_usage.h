@@ -44,6 +44,12 @@ typedef struct {
 } ngx_http_prefix_route_tokens_t;
 
 
+/*
+ * Readies "u" for a response: the counts only, as the head and the tail
+ * are written before they are read (5 KiB not cleared a response).
+ */
+void ngx_http_prefix_route_usage_init(ngx_http_prefix_route_usage_t *u);
+
 /* Keeps what it needs of the next n bytes of the response. */
 void ngx_http_prefix_route_usage_feed(ngx_http_prefix_route_usage_t *u,
     u_char *p, size_t n);
@@ -58,10 +64,32 @@ void ngx_http_prefix_route_usage_feed(ngx_http_prefix_route_usage_t *u,
  * cache_read_input_tokens cached).  Returns NGX_OK with *t set, or
  * NGX_DECLINED when there is none, it is malformed, or a count is not an
  * integer from 0 to NGX_HTTP_PREFIX_ROUTE_USAGE_MAX or more tokens are
- * cached than prompted.  Allocates through jansson only what parsing one
- * object of at most TAIL bytes takes, and frees it.
+ * cached than prompted.  Each object is read by usage_scan(), and by
+ * usage_json() where that cannot tell; jansson allocates only what parsing
+ * one object of at most TAIL bytes takes, and frees it.
  */
 ngx_int_t ngx_http_prefix_route_usage_parse(ngx_http_prefix_route_usage_t *u,
+    ngx_http_prefix_route_tokens_t *t);
+
+/*
+ * The reference reader of one usage object, from its '{' at p to last at
+ * most (the bytes after it are not looked at): jansson parses it, and
+ * the counts are read as usage_parse() describes.  Returns NGX_OK with *t
+ * set, or NGX_DECLINED (not JSON, not whole, no usable count).
+ */
+ngx_int_t ngx_http_prefix_route_usage_json(u_char *p, u_char *last,
+    ngx_http_prefix_route_tokens_t *t);
+
+/*
+ * The fast path of usage_json(), without a tree or an allocation: the
+ * same NGX_OK and *t, or NGX_DECLINED, for every object it reads, and
+ * NGX_AGAIN for those it leaves to usage_json(): escapes, bytes past
+ * ASCII or control bytes in strings, real numbers, integers of more than
+ * 18 digits, nesting deeper than 16, a member it reads given twice (which
+ * jansson keeps the last of), a byte out of place.  The fuzzer checks the
+ * claim (fuzz/prompt_fuzzer.c); engines' usage objects are plain ASCII.
+ */
+ngx_int_t ngx_http_prefix_route_usage_scan(u_char *p, u_char *last,
     ngx_http_prefix_route_tokens_t *t);
 
 

@@ -26,6 +26,16 @@
 static void test_usage(const char *name, const char *pre, size_t filler,
     const char *post, ngx_int_t rc, uint64_t prompt, uint64_t cached);
 static void test_quote(u_char *p, size_t len);
+static void test_scan(const char *name, const char *json, ngx_int_t fast,
+    ngx_int_t rc, uint64_t prompt, uint64_t cached);
+static void test_edits(const char *json);
+static ngx_uint_t test_same(u_char *p, size_t len);
+
+
+/* edits made at every byte of an object by test_edits() */
+static u_char  test_bytes[] = "-0123456789.eE\"\\{}[],: \tntfux\x80\xff";
+
+static ngx_uint_t  test_answered, test_differ, test_tried;
 
 
 
@@ -130,7 +140,204 @@ main(void)
 
     test_usage("an empty response", "", 0, "", NGX_DECLINED, 0, 0);
 
+    test_usage("a count given twice: the last, as jansson keeps it",
+        "{'usage':{'prompt_tokens':5,'prompt_tokens':7}}", 0, "",
+        NGX_OK, 7, TEST_NONE);
+
+    /* the fast path decides the engines' objects, jansson the odd ones */
+
+    test_scan("vLLM's usage: the fast path reads it",
+        "{'prompt_tokens':4100,'completion_tokens':24,'total_tokens':4124,"
+        "'prompt_tokens_details':{'cached_tokens':512}}",
+        NGX_OK, NGX_OK, 4100, 512);
+
+    test_scan("llama-server's usage, spaced, with other members",
+        "{ \"completion_tokens\" : 8 ,\n \"prompt_tokens\": 2473, "
+        "\"total_tokens\":2481, \"prompt_tokens_details\": "
+        "{\"cached_tokens\": 2400, \"audio_tokens\": null}, "
+        "\"x\": [true, false, {}, [], \"s\", -3] }",
+        NGX_OK, NGX_OK, 2473, 2400);
+
+    test_scan("Anthropic's usage",
+        "{'input_tokens':5,'cache_creation_input_tokens':20,"
+        "'cache_read_input_tokens':100,'output_tokens':4,"
+        "'service_tier':'standard'}",
+        NGX_OK, NGX_OK, 125, 100);
+
+    test_scan("the Responses API's usage",
+        "{'input_tokens':300,'input_tokens_details':{'cached_tokens':256},"
+        "'output_tokens':4}", NGX_OK, NGX_OK, 300, 256);
+
+    test_scan("details that are not an object: no cached figure",
+        "{'prompt_tokens':10,'prompt_tokens_details':null}",
+        NGX_OK, NGX_OK, 10, TEST_NONE);
+
+    test_scan("a count that is a string: declined by both",
+        "{'prompt_tokens':'10'}", NGX_DECLINED, NGX_DECLINED, 0, 0);
+
+    test_scan("a truncated object: declined by both",
+        "{'prompt_tokens':10,'prompt_tokens_details':{'cached_tok",
+        NGX_DECLINED, NGX_DECLINED, 0, 0);
+
+    test_scan("an escaped key: left to jansson, which reads it",
+        "{'prompt\\u005ftokens':9}", NGX_AGAIN, NGX_OK, 9, TEST_NONE);
+
+    test_scan("a count given twice: left to jansson, which keeps the last",
+        "{'prompt_tokens':5,'prompt_tokens':7}", NGX_AGAIN, NGX_OK, 7,
+        TEST_NONE);
+
+    test_scan("a real count: left to jansson, which declines it",
+        "{'prompt_tokens':1.0}", NGX_AGAIN, NGX_DECLINED, 0, 0);
+
+    test_scan("text past ASCII: left to jansson",
+        "{'prompt_tokens':3,'model':'caf\xc3\xa9'}", NGX_AGAIN, NGX_OK, 3,
+        TEST_NONE);
+
+    test_edits("{'prompt_tokens':4100,'completion_tokens':24,"
+               "'prompt_tokens_details':{'cached_tokens':512},'x':[null]}");
+    test_edits("{'input_tokens':5,'cache_creation_input_tokens':20,"
+               "'cache_read_input_tokens':100,'output_tokens':4}");
+    test_edits("{'input_tokens':300,'input_tokens_details':"
+               "{'cached_tokens':256},'output_tokens':true}");
+
+    printf("# edits: %u objects, the fast path answered %u\n",
+           (unsigned) test_tried, (unsigned) test_answered);
+
+    test_ok(test_differ == 0 && test_answered > test_tried / 2,
+            "every object one edit away from an engine's usage (a byte "
+            "replaced, inserted or removed, or the object cut short): "
+            "where the fast path answers, jansson answers the same");
+
     return test_done();
+}
+
+
+/*
+ * Every object one edit away from "json" (quotes for '), each read by
+ * both readers
+ */
+
+static void
+test_edits(const char *json)
+{
+    u_char      buf[512];
+    size_t      len, i, k, n;
+
+    len = strlen(json);
+    ngx_memcpy(buf, json, len);
+    test_quote(buf, len);
+
+    for (i = 0; i <= len; i++) {
+
+        /* cut short */
+        test_same(buf, i);
+
+        if (i == len) {
+            break;
+        }
+
+        for (k = 0; k < sizeof(test_bytes) - 1; k++) {
+            /* replaced */
+            n = buf[i];
+            buf[i] = test_bytes[k];
+            test_same(buf, len);
+            buf[i] = (u_char) n;
+
+            /* inserted */
+            ngx_memmove(buf + i + 1, buf + i, len - i);
+            buf[i] = test_bytes[k];
+            test_same(buf, len + 1);
+            ngx_memmove(buf + i, buf + i + 1, len - i);
+        }
+
+        /* removed */
+        n = buf[i];
+        ngx_memmove(buf + i, buf + i + 1, len - i - 1);
+        test_same(buf, len - 1);
+        ngx_memmove(buf + i + 1, buf + i, len - i - 1);
+        buf[i] = (u_char) n;
+    }
+}
+
+
+static ngx_uint_t
+test_same(u_char *p, size_t len)
+{
+    ngx_int_t                        rc[2];
+    ngx_http_prefix_route_tokens_t   t[2];
+
+    test_tried++;
+
+    ngx_memzero(&t, sizeof(t));
+    rc[0] = ngx_http_prefix_route_usage_scan(p, p + len, &t[0]);
+
+    if (rc[0] == NGX_AGAIN) {
+        return 1;
+    }
+
+    test_answered++;
+
+    rc[1] = ngx_http_prefix_route_usage_json(p, p + len, &t[1]);
+
+    if (rc[0] == rc[1]
+        && (rc[0] != NGX_OK
+            || (t[0].prompt == t[1].prompt && t[0].cached == t[1].cached
+                && t[0].has_cached == t[1].has_cached)))
+    {
+        return 1;
+    }
+
+    if (test_differ++ < 5) {
+        printf("# differs: %.*s: fast %d (%llu, %llu), jansson %d\n",
+               (int) len, p, (int) rc[0], (unsigned long long) t[0].prompt,
+               (unsigned long long) t[0].cached, (int) rc[1]);
+    }
+
+    return 0;
+}
+
+
+/*
+ * One usage object read by the fast path, which must answer "fast", and
+ * by jansson, which must answer "rc" with the counts; where the fast path
+ * answers, the same as jansson.
+ */
+
+static void
+test_scan(const char *name, const char *json, ngx_int_t fast, ngx_int_t rc,
+    uint64_t prompt, uint64_t cached)
+{
+    u_char                          *p;
+    size_t                           len;
+    ngx_int_t                        got[2];
+    ngx_http_prefix_route_tokens_t   t[2];
+
+    len = strlen(json);
+
+    p = malloc(len + 1);
+    if (p == NULL) {
+        test_ok(0, name);
+        return;
+    }
+
+    ngx_memcpy(p, json, len);
+    test_quote(p, len);
+
+    ngx_memzero(&t, sizeof(t));
+    got[0] = ngx_http_prefix_route_usage_scan(p, p + len, &t[0]);
+    got[1] = ngx_http_prefix_route_usage_json(p, p + len, &t[1]);
+
+    free(p);
+
+    test_ok(got[0] == fast && got[1] == rc
+            && (rc != NGX_OK
+                || (t[1].prompt == prompt
+                    && (cached == TEST_NONE ? !t[1].has_cached
+                        : (t[1].has_cached && t[1].cached == cached))))
+            && (fast != NGX_OK
+                || (t[0].prompt == t[1].prompt && t[0].cached == t[1].cached
+                    && t[0].has_cached == t[1].has_cached)),
+            name);
 }
 
 
