@@ -116,7 +116,7 @@ install: all
 clean:
 	rm -rf $(BUILD) objs
 
-## make bench           bench/run/bench.py: bench/results/bench.md, ~20 min
+## make bench           bench/run/bench.py: bench/results/bench.md, ~23 min
 ## make bench-feedback  with and without the engines' corrections, ~11 min
 ## make bench-probes    with and without prefix_route_probe, ~25 min
 bench bench-feedback bench-probes: all $(NGINX_BIN) check-deps
