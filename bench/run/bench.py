@@ -75,8 +75,9 @@ MOONCAKE_PARAMS = "max_prefix=256k"
 # Runs of a short workload (512 requests) whose TTFT the targets compare:
 # one run's p90 is its 52nd slowest request, and over 8 runs of one build
 # each on mixed-output the simple rule's p90 moved between 98 and 133 ms,
-# prefix_route's between 106 and 119 (2026-12-04).  The balancers of REPEATED run this many times in turn,
-# and each row shows its run of median p90 (as make bench-probes does).
+# prefix_route's between 106 and 119 (2026-12-04).  The balancers of
+# REPEATED run this many times in turn, and each row shows its run of
+# median p90 (as make bench-probes does).
 SHORT_REPEATS = 3
 REPEATED = ("cache_aware", "prefix_route")
 
