@@ -110,21 +110,6 @@ typedef struct {
 #define NGX_HTTP_PREFIX_ROUTE_NO_TAPE     0xffffffff
 
 
-/*
- * A value of a checked JSON value to write as canonical JSON, found once:
- * a node of a tape in document order, its own nodes after it
- */
-typedef struct {
-    u_char                          *key;      /* an object member's key */
-    u_char                          *value;    /* its first byte */
-    uint32_t                         klen;
-    uint32_t                         len;      /* a string's bytes between
-                                                  its quotes, a scalar's */
-    uint32_t                         end;      /* the node after its own */
-    uint32_t                         escaped;  /* a string with a \ */
-} ngx_http_prefix_route_node_t;
-
-
 typedef struct {
     u_char                          *p;
     u_char                          *last;
@@ -1401,6 +1386,25 @@ done:
     }
 
     return rc;
+}
+
+
+ngx_http_prefix_route_node_t *
+ngx_http_prefix_route_scan_tape(u_char *p, u_char *last)
+{
+    ngx_http_prefix_route_scan_t  s;
+
+    s.p = p;
+    s.last = last;
+    s.nnodes = 0;
+    s.tape = 1;
+    s.untaped = 0;
+
+    if (ngx_http_prefix_route_scan_value(&s, 1) != NGX_OK || s.untaped) {
+        return NULL;
+    }
+
+    return ngx_http_prefix_route_scan_nodes;
 }
 
 

@@ -15,6 +15,21 @@
 
 
 /*
+ * A value of a checked JSON value, found once: a node of a tape in
+ * document order, its own nodes after it
+ */
+typedef struct {
+    u_char                          *key;      /* an object member's key */
+    u_char                          *value;    /* its first byte */
+    uint32_t                         klen;
+    uint32_t                         len;      /* a string's bytes between
+                                                  its quotes, a scalar's */
+    uint32_t                         end;      /* the node after its own */
+    uint32_t                         escaped;  /* a string with a \ */
+} ngx_http_prefix_route_node_t;
+
+
+/*
  * The fast path from body to canonical prompt: one pass over
  * the body's bytes, no tree, for a chat body (OpenAI Chat Completions or
  * Anthropic Messages): messages with any members, content as a string or
@@ -50,6 +65,19 @@ ngx_int_t ngx_http_prefix_route_scan(u_char *p, size_t len,
  * test or a benchmark of the first sight of a value.  Never fails.
  */
 void ngx_http_prefix_route_scan_forget(void);
+
+/*
+ * The JSON value from p (at most to last; the bytes after it are not
+ * looked at), checked as the fast path checks a body and put on its tape:
+ * returns the tape, node 0 the value, its nodes up to node 0's "end" (an
+ * object member's key is never escaped).  Returns NULL for bytes that are
+ * not one whole value and for a value the tape declines: an escaped key,
+ * a number with a fraction, an exponent or more than 18 digits, nesting
+ * deeper than 32, more than 8192 nodes; jansson is then the one to ask.
+ * The tape holds until the worker's next scan.  Never allocates.
+ */
+ngx_http_prefix_route_node_t *ngx_http_prefix_route_scan_tape(u_char *p,
+    u_char *last);
 
 
 #endif /* _NGX_HTTP_PREFIX_ROUTE_SCAN_H_INCLUDED_ */

@@ -8,17 +8,12 @@
 #include <ngx_core.h>
 #include <jansson.h>
 
+#include "ngx_http_prefix_route_scan.h"
 #include "ngx_http_prefix_route_usage.h"
 
 
 /* "usage" objects tried at most in each of the head and the tail */
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_TRIES  8
-
-/* the fast path's deepest nesting: deeper, jansson reads the object */
-#define NGX_HTTP_PREFIX_ROUTE_USAGE_DEPTH  16
-
-/* the fast path's longest integer: longer, jansson reads the object */
-#define NGX_HTTP_PREFIX_ROUTE_USAGE_DIGITS 18
 
 /* the members read, by their keys' places below */
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_PROMPT  0
@@ -31,6 +26,11 @@
 /* JSON's white space, RFC 8259 */
 #define ngx_http_prefix_route_json_space(c)                                  \
     ((c) == ' ' || (c) == '\t' || (c) == '\n' || (c) == '\r')
+
+/* the key of a member on the tape is "name" (keys there are not escaped) */
+#define ngx_http_prefix_route_usage_is(node, name)                           \
+    ((node)->klen == (name)->len                                             \
+     && ngx_memcmp((node)->key, (name)->data, (name)->len) == 0)
 
 
 /*
@@ -60,26 +60,10 @@ typedef struct {
 } ngx_http_prefix_route_counts_t;
 
 
-typedef struct {
-    u_char                         *p;
-    u_char                         *last;
-} ngx_http_prefix_route_usage_scan_t;
-
-
 static ngx_int_t ngx_http_prefix_route_usage_find(u_char *start, size_t len,
     ngx_uint_t backward, ngx_http_prefix_route_tokens_t *t);
-static ngx_int_t ngx_http_prefix_route_usage_object(
-    ngx_http_prefix_route_usage_scan_t *s, ngx_uint_t depth,
-    ngx_http_prefix_route_counts_t *top, ngx_http_prefix_route_count_t *cached);
-static ngx_int_t ngx_http_prefix_route_usage_value(
-    ngx_http_prefix_route_usage_scan_t *s, ngx_uint_t depth,
-    ngx_http_prefix_route_count_t *c);
-static ngx_int_t ngx_http_prefix_route_usage_string(
-    ngx_http_prefix_route_usage_scan_t *s, ngx_str_t *str);
-static ngx_int_t ngx_http_prefix_route_usage_number(
-    ngx_http_prefix_route_usage_scan_t *s, ngx_http_prefix_route_count_t *c);
-static ngx_int_t ngx_http_prefix_route_usage_ws(
-    ngx_http_prefix_route_usage_scan_t *s);
+static void ngx_http_prefix_route_usage_node(
+    ngx_http_prefix_route_node_t *node, ngx_http_prefix_route_count_t *c);
 static void ngx_http_prefix_route_usage_member(json_t *v,
     ngx_http_prefix_route_count_t *c);
 static ngx_int_t ngx_http_prefix_route_usage_tokens(
@@ -100,6 +84,10 @@ static ngx_str_t  ngx_http_prefix_route_usage_keys[] = {
     ngx_string("prompt_tokens_details"),
     ngx_string("input_tokens_details")
 };
+
+static ngx_str_t  ngx_http_prefix_route_usage_cached =
+    ngx_string("cached_tokens");
+
 
 void
 ngx_http_prefix_route_usage_init(ngx_http_prefix_route_usage_t *u)
@@ -247,355 +235,106 @@ ngx_int_t
 ngx_http_prefix_route_usage_scan(u_char *p, u_char *last,
     ngx_http_prefix_route_tokens_t *t)
 {
-    ngx_int_t                           rc;
-    ngx_http_prefix_route_counts_t      f;
-    ngx_http_prefix_route_usage_scan_t  s;
+    uint32_t                         i, j;
+    ngx_str_t                       *keys;
+    ngx_uint_t                       k;
+    ngx_http_prefix_route_node_t    *node;
+    ngx_http_prefix_route_counts_t   f;
 
-    s.p = p;
-    s.last = last;
-
-    if (ngx_http_prefix_route_usage_ws(&s) != NGX_OK) {
-        return NGX_DECLINED;
+    while (p < last && ngx_http_prefix_route_json_space(*p)) {
+        p++;
     }
 
-    if (*s.p != '{') {
+    node = ngx_http_prefix_route_scan_tape(p, last);
+
+    if (node == NULL) {
         return NGX_AGAIN;
     }
 
+    if (*node[0].value != '{') {
+        return NGX_DECLINED;
+    }
+
     ngx_memzero(&f, sizeof(ngx_http_prefix_route_counts_t));
+    keys = ngx_http_prefix_route_usage_keys;
 
-    rc = ngx_http_prefix_route_usage_object(&s, 1, &f, NULL);
+    /* of a key given twice, the last counts, as jansson keeps it */
 
-    if (rc != NGX_OK) {
-        return rc;
+    for (i = 1; i < node[0].end; i = node[i].end) {
+
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_USAGE_KEYS; k++) {
+            if (ngx_http_prefix_route_usage_is(&node[i], &keys[k])) {
+                break;
+            }
+        }
+
+        if (k < NGX_HTTP_PREFIX_ROUTE_USAGE_COUNTS) {
+            ngx_http_prefix_route_usage_node(&node[i], &f.count[k]);
+            continue;
+        }
+
+        if (k == NGX_HTTP_PREFIX_ROUTE_USAGE_KEYS) {
+            continue;
+        }
+
+        /* a details member that is not an object has no count */
+
+        f.count[k].kind = NGX_HTTP_PREFIX_ROUTE_COUNT_ABSENT;
+
+        if (*node[i].value != '{') {
+            continue;
+        }
+
+        for (j = i + 1; j < node[i].end; j = node[j].end) {
+            if (ngx_http_prefix_route_usage_is(&node[j],
+                                        &ngx_http_prefix_route_usage_cached))
+            {
+                ngx_http_prefix_route_usage_node(&node[j], &f.count[k]);
+            }
+        }
     }
 
     return ngx_http_prefix_route_usage_tokens(&f, t);
 }
 
 
-/*
- * An object from its '{': NGX_OK past its '}', NGX_DECLINED when the
- * bytes end first (jansson fails there too: the object is not whole),
- * NGX_AGAIN at anything the fast path leaves to jansson (escapes, bytes
- * past ASCII and control bytes in strings, real numbers, integers of
- * more than 18 digits, nesting deeper than 16, a member read given twice,
- * a byte out of place).  In the usage object "top" gets the counts read,
- * in a details object "cached" its cached_tokens.
- */
+/* A checked value on the tape as a member of the usage object */
 
-static ngx_int_t
-ngx_http_prefix_route_usage_object(ngx_http_prefix_route_usage_scan_t *s,
-    ngx_uint_t depth, ngx_http_prefix_route_counts_t *top,
-    ngx_http_prefix_route_count_t *cached)
-{
-    ngx_int_t                       rc;
-    ngx_str_t                       key, *name;
-    ngx_uint_t                      k, seen;
-    ngx_http_prefix_route_count_t  *c, *sub;
-
-    static ngx_str_t  cached_key = ngx_string("cached_tokens");
-
-    s->p++;
-
-    if (ngx_http_prefix_route_usage_ws(s) != NGX_OK) {
-        return NGX_DECLINED;
-    }
-
-    if (*s->p == '}') {
-        s->p++;
-        return NGX_OK;
-    }
-
-    seen = 0;
-
-    for ( ;; ) {
-
-        if (*s->p != '"') {
-            return NGX_AGAIN;
-        }
-
-        rc = ngx_http_prefix_route_usage_string(s, &key);
-        if (rc != NGX_OK) {
-            return rc;
-        }
-
-        if (ngx_http_prefix_route_usage_ws(s) != NGX_OK) {
-            return NGX_DECLINED;
-        }
-
-        if (*s->p++ != ':') {
-            return NGX_AGAIN;
-        }
-
-        if (ngx_http_prefix_route_usage_ws(s) != NGX_OK) {
-            return NGX_DECLINED;
-        }
-
-        c = NULL;
-        sub = NULL;
-        k = NGX_HTTP_PREFIX_ROUTE_USAGE_KEYS;
-
-        if (top != NULL) {
-            for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_USAGE_KEYS; k++) {
-                name = &ngx_http_prefix_route_usage_keys[k];
-
-                if (key.len == name->len
-                    && ngx_memcmp(key.data, name->data, key.len) == 0)
-                {
-                    break;
-                }
-            }
-
-            if (k < NGX_HTTP_PREFIX_ROUTE_USAGE_COUNTS) {
-                c = &top->count[k];
-
-            } else if (k < NGX_HTTP_PREFIX_ROUTE_USAGE_KEYS) {
-                sub = &top->count[k];
-            }
-
-        } else if (cached != NULL
-                   && key.len == cached_key.len
-                   && ngx_memcmp(key.data, cached_key.data, key.len) == 0)
-        {
-            k = 0;
-            c = cached;
-        }
-
-        if (k < NGX_HTTP_PREFIX_ROUTE_USAGE_KEYS) {
-
-            /* jansson keeps the last of a key given twice: left to it */
-
-            if (seen & (1 << k)) {
-                return NGX_AGAIN;
-            }
-
-            seen |= 1 << k;
-        }
-
-        if (sub != NULL && *s->p == '{') {
-            rc = ngx_http_prefix_route_usage_object(s, depth + 1, NULL, sub);
-
-        } else {
-            /* a details member that is not an object has no count */
-            rc = ngx_http_prefix_route_usage_value(s, depth + 1, c);
-        }
-
-        if (rc != NGX_OK) {
-            return rc;
-        }
-
-        if (ngx_http_prefix_route_usage_ws(s) != NGX_OK) {
-            return NGX_DECLINED;
-        }
-
-        if (*s->p == '}') {
-            s->p++;
-            return NGX_OK;
-        }
-
-        if (*s->p++ != ',') {
-            return NGX_AGAIN;
-        }
-
-        if (ngx_http_prefix_route_usage_ws(s) != NGX_OK) {
-            return NGX_DECLINED;
-        }
-    }
-}
-
-
-/* Any value, its kind and integer to "c" if not NULL: as usage_object() */
-
-static ngx_int_t
-ngx_http_prefix_route_usage_value(ngx_http_prefix_route_usage_scan_t *s,
-    ngx_uint_t depth, ngx_http_prefix_route_count_t *c)
-{
-    size_t                         n, have;
-    ngx_int_t                      rc;
-    ngx_http_prefix_route_count_e  kind;
-
-    static ngx_str_t  literals[] = {
-        ngx_string("true"), ngx_string("false"), ngx_string("null")
-    };
-
-    if (depth > NGX_HTTP_PREFIX_ROUTE_USAGE_DEPTH) {
-        return NGX_AGAIN;
-    }
-
-    kind = NGX_HTTP_PREFIX_ROUTE_COUNT_OTHER;
-
-    switch (*s->p) {
-
-    case '{':
-        rc = ngx_http_prefix_route_usage_object(s, depth, NULL, NULL);
-        break;
-
-    case '[':
-        s->p++;
-
-        if (ngx_http_prefix_route_usage_ws(s) != NGX_OK) {
-            return NGX_DECLINED;
-        }
-
-        if (*s->p == ']') {
-            s->p++;
-            rc = NGX_OK;
-            break;
-        }
-
-        for ( ;; ) {
-            rc = ngx_http_prefix_route_usage_value(s, depth + 1, NULL);
-
-            if (rc != NGX_OK) {
-                return rc;
-            }
-
-            if (ngx_http_prefix_route_usage_ws(s) != NGX_OK) {
-                return NGX_DECLINED;
-            }
-
-            if (*s->p == ']') {
-                s->p++;
-                break;
-            }
-
-            if (*s->p++ != ',') {
-                return NGX_AGAIN;
-            }
-
-            if (ngx_http_prefix_route_usage_ws(s) != NGX_OK) {
-                return NGX_DECLINED;
-            }
-        }
-
-        break;
-
-    case '"':
-        rc = ngx_http_prefix_route_usage_string(s, NULL);
-        break;
-
-    case 't':
-    case 'f':
-    case 'n':
-        n = (*s->p == 't') ? 0 : (*s->p == 'f') ? 1 : 2;
-        have = ngx_min((size_t) (s->last - s->p), literals[n].len);
-
-        if (ngx_memcmp(s->p, literals[n].data, have) != 0) {
-            return NGX_AGAIN;
-        }
-
-        if (have < literals[n].len) {
-            return NGX_DECLINED;
-        }
-
-        s->p += have;
-        kind = (n == 2) ? NGX_HTTP_PREFIX_ROUTE_COUNT_NULL
-                        : NGX_HTTP_PREFIX_ROUTE_COUNT_OTHER;
-        rc = NGX_OK;
-        break;
-
-    default:
-        return ngx_http_prefix_route_usage_number(s, c);
-    }
-
-    if (c != NULL) {
-        c->kind = kind;
-    }
-
-    return rc;
-}
-
-
-/*
- * A string from its opening quote, plain printable ASCII only; its bytes
- * to "str" if not NULL
- */
-
-static ngx_int_t
-ngx_http_prefix_route_usage_string(ngx_http_prefix_route_usage_scan_t *s,
-    ngx_str_t *str)
-{
-    u_char  *p;
-
-    for (p = s->p + 1; p < s->last; p++) {
-
-        if (*p == '"') {
-            if (str != NULL) {
-                str->data = s->p + 1;
-                str->len = p - (s->p + 1);
-            }
-
-            s->p = p + 1;
-            return NGX_OK;
-        }
-
-        if (*p == '\\' || *p < 0x20 || *p >= 0x80) {
-            return NGX_AGAIN;
-        }
-    }
-
-    return NGX_DECLINED;
-}
-
-
-/* An integer of at most 18 digits, as jansson's lexer reads it */
-
-static ngx_int_t
-ngx_http_prefix_route_usage_number(ngx_http_prefix_route_usage_scan_t *s,
+static void
+ngx_http_prefix_route_usage_node(ngx_http_prefix_route_node_t *node,
     ngx_http_prefix_route_count_t *c)
 {
-    u_char   *p, *digits;
+    u_char   *p, *last;
     int64_t   v;
 
-    p = s->p;
+    c->value = 0;
 
-    if (*p == '-') {
-        p++;
+    switch (*node->value) {
+
+    case 'n':
+        c->kind = NGX_HTTP_PREFIX_ROUTE_COUNT_NULL;
+        return;
+
+    case '"':
+    case '{':
+    case '[':
+    case 't':
+    case 'f':
+        c->kind = NGX_HTTP_PREFIX_ROUTE_COUNT_OTHER;
+        return;
     }
 
-    digits = p;
-    v = 0;
+    /* an integer of at most 18 digits: the tape takes no other number */
 
-    while (p < s->last && *p >= '0' && *p <= '9') {
-        if (p - digits == NGX_HTTP_PREFIX_ROUTE_USAGE_DIGITS) {
-            return NGX_AGAIN;
-        }
+    p = node->value + (*node->value == '-');
+    last = node->value + node->len;
 
-        v = v * 10 + (*p++ - '0');
+    for (v = 0; p < last; p++) {
+        v = v * 10 + (*p - '0');
     }
 
-    if (p == s->last) {
-        return NGX_DECLINED;
-    }
-
-    /* a fraction or an exponent is a byte out of place to the caller */
-
-    if (p == digits || (*digits == '0' && p - digits > 1)) {
-        return NGX_AGAIN;
-    }
-
-    if (c != NULL) {
-        c->kind = NGX_HTTP_PREFIX_ROUTE_COUNT_INTEGER;
-        c->value = (*s->p == '-') ? -v : v;
-    }
-
-    s->p = p;
-
-    return NGX_OK;
-}
-
-
-/* Past white space: NGX_DECLINED when the bytes end there */
-
-static ngx_int_t
-ngx_http_prefix_route_usage_ws(ngx_http_prefix_route_usage_scan_t *s)
-{
-    while (s->p < s->last && ngx_http_prefix_route_json_space(*s->p)) {
-        s->p++;
-    }
-
-    return (s->p < s->last) ? NGX_OK : NGX_DECLINED;
+    c->kind = NGX_HTTP_PREFIX_ROUTE_COUNT_INTEGER;
+    c->value = (*node->value == '-') ? -v : v;
 }
 
 
@@ -609,7 +348,10 @@ ngx_http_prefix_route_usage_json(u_char *p, u_char *last,
     json_error_t                     err;
     ngx_http_prefix_route_counts_t   f;
 
-    usage = json_loadb((char *) p, last - p, JSON_DISABLE_EOF_CHECK, &err);
+    /* JSON_ALLOW_NUL as for bodies: "\u0000" in a string is valid JSON */
+
+    usage = json_loadb((char *) p, last - p,
+                       JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL, &err);
 
     if (usage == NULL) {
         return NGX_DECLINED;
@@ -625,7 +367,10 @@ ngx_http_prefix_route_usage_json(u_char *p, u_char *last,
                             (char *) ngx_http_prefix_route_usage_keys[k].data);
 
         if (k >= NGX_HTTP_PREFIX_ROUTE_USAGE_COUNTS) {
-            v = json_is_object(v) ? json_object_get(v, "cached_tokens") : NULL;
+            v = json_is_object(v)
+                ? json_object_get(v,
+                          (char *) ngx_http_prefix_route_usage_cached.data)
+                : NULL;
         }
 
         ngx_http_prefix_route_usage_member(v, &f.count[k]);

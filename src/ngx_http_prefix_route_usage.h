@@ -82,12 +82,13 @@ ngx_int_t ngx_http_prefix_route_usage_json(u_char *p, u_char *last,
 
 /*
  * The fast path of usage_json(), without a tree or an allocation: the
- * same NGX_OK and *t, or NGX_DECLINED, for every object it reads, and
- * NGX_AGAIN for those it leaves to usage_json(): escapes, bytes past
- * ASCII or control bytes in strings, real numbers, integers of more than
- * 18 digits, nesting deeper than 16, a member it reads given twice (which
- * jansson keeps the last of), a byte out of place.  The fuzzer checks the
- * claim (fuzz/prompt_fuzzer.c); engines' usage objects are plain ASCII.
+ * object is checked and put on the prompt fast path's tape
+ * (ngx_http_prefix_route_scan_tape()), and its members read from there.
+ * The same NGX_OK and *t, or NGX_DECLINED, for every object the tape
+ * takes, and NGX_AGAIN for the rest, left to usage_json(): an escaped
+ * key, a number with a fraction, an exponent or more than 18 digits,
+ * nesting deeper than 32, bytes that are not one whole value.  The
+ * fuzzer checks the claim (fuzz/prompt_fuzzer.c).
  */
 ngx_int_t ngx_http_prefix_route_usage_scan(u_char *p, u_char *last,
     ngx_http_prefix_route_tokens_t *t);

@@ -175,23 +175,38 @@ main(void)
     test_scan("a count that is a string: declined by both",
         "{'prompt_tokens':'10'}", NGX_DECLINED, NGX_DECLINED, 0, 0);
 
-    test_scan("a truncated object: declined by both",
+    test_scan("a truncated object: left to jansson, which declines it",
         "{'prompt_tokens':10,'prompt_tokens_details':{'cached_tok",
-        NGX_DECLINED, NGX_DECLINED, 0, 0);
+        NGX_AGAIN, NGX_DECLINED, 0, 0);
 
     test_scan("an escaped key: left to jansson, which reads it",
         "{'prompt\\u005ftokens':9}", NGX_AGAIN, NGX_OK, 9, TEST_NONE);
 
-    test_scan("a count given twice: left to jansson, which keeps the last",
-        "{'prompt_tokens':5,'prompt_tokens':7}", NGX_AGAIN, NGX_OK, 7,
+    test_scan("a count given twice: the last, as jansson keeps it",
+        "{'prompt_tokens':5,'prompt_tokens':7}", NGX_OK, NGX_OK, 7,
         TEST_NONE);
+
+    test_scan("details given twice: the last, even when not an object",
+        "{'prompt_tokens':9,'prompt_tokens_details':{'cached_tokens':4},"
+        "'prompt_tokens_details':[]}", NGX_OK, NGX_OK, 9, TEST_NONE);
 
     test_scan("a real count: left to jansson, which declines it",
         "{'prompt_tokens':1.0}", NGX_AGAIN, NGX_DECLINED, 0, 0);
 
-    test_scan("text past ASCII: left to jansson",
-        "{'prompt_tokens':3,'model':'caf\xc3\xa9'}", NGX_AGAIN, NGX_OK, 3,
+    test_scan("text past ASCII and escapes in a value: read as jansson",
+        "{'prompt_tokens':3,'model':'caf\xc3\xa9 \\u00e9\\n'}", NGX_OK,
+        NGX_OK, 3, TEST_NONE);
+
+    test_scan("a NUL escaped in a value: read as jansson reads bodies",
+        "{'prompt_tokens':3,'model':'a\\u0000b'}", NGX_OK, NGX_OK, 3,
         TEST_NONE);
+
+    test_scan("invalid UTF-8 in a value: declined by jansson",
+        "{'prompt_tokens':3,'model':'caf\xc3'}", NGX_AGAIN, NGX_DECLINED,
+        0, 0);
+
+    test_scan("an exponent: left to jansson, which declines it",
+        "{'prompt_tokens':1e3}", NGX_AGAIN, NGX_DECLINED, 0, 0);
 
     test_edits("{'prompt_tokens':4100,'completion_tokens':24,"
                "'prompt_tokens_details':{'cached_tokens':512},'x':[null]}");
