@@ -162,6 +162,10 @@ BALANCERS = collections.OrderedDict([
     ("prefix_route", Balancer("prefix_route", "prefix_route")),
     ("prefix_route_x3", Balancer("prefix_route, 3 nginx instances",
                                  "prefix_route instances=3", 3)),
+    # not in make bench: the simple rule behind 3 instances, on request
+    ("cache_aware_x3", Balancer(
+        "prefix_route policy=cache_aware (simple rule), 3 nginx instances",
+        "prefix_route policy=cache_aware", 3)),
     # round robin routes; prefix_route indexes and predicts (shadow mode)
     ("shadow", Balancer("round robin, prefix_route shadow",
                         "prefix_route shadow")),
