@@ -196,6 +196,8 @@ static void ngx_http_prefix_route_model_name(u_char *dst, u_char *src,
 static void *ngx_http_prefix_route_create_conf(ngx_conf_t *cf);
 static char *ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
+static ngx_int_t ngx_http_prefix_route_duplicate(ngx_conf_t *cf,
+    ngx_str_t *value, ngx_uint_t i);
 static ngx_int_t ngx_http_prefix_route_percent(ngx_str_t *value,
     size_t skip);
 static char *ngx_http_prefix_route_salt(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -2257,7 +2259,7 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     ssize_t                        size;
     ngx_str_t                     *value, name, s;
     ngx_int_t                      n;
-    ngx_uint_t                     i, j;
+    ngx_uint_t                     i;
     ngx_http_upstream_srv_conf_t  *uscf;
 
     uscf = ngx_http_conf_get_module_srv_conf(cf, ngx_http_upstream_module);
@@ -2276,18 +2278,8 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     for (i = 1; i < cf->args->nelts; i++) {
 
-        for (j = 1; j < i; j++) {
-            p = (u_char *) ngx_strchr(value[j].data, '=');
-
-            if (p != NULL
-                && ngx_strncmp(value[i].data, value[j].data,
-                               p + 1 - value[j].data)
-                   == 0)
-            {
-                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                                   "duplicate parameter \"%V\"", &value[i]);
-                return NGX_CONF_ERROR;
-            }
+        if (ngx_http_prefix_route_duplicate(cf, value, i) != NGX_OK) {
+            return NGX_CONF_ERROR;
         }
 
         if (ngx_strcmp(value[i].data, "shadow") == 0) {
@@ -2637,6 +2629,39 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
 
 /*
+ * Whether parameter i of a directive names one of the parameters before
+ * it: a name is what comes before "=", or the whole word ("shadow").
+ * Returns NGX_ERROR after a message naming it, else NGX_OK.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_duplicate(ngx_conf_t *cf, ngx_str_t *value,
+    ngx_uint_t i)
+{
+    u_char      *p;
+    size_t       len;
+    ngx_uint_t   j;
+
+    p = ngx_strlchr(value[i].data, value[i].data + value[i].len, '=');
+    len = (p != NULL) ? (size_t) (p - value[i].data) : value[i].len;
+
+    for (j = 1; j < i; j++) {
+
+        if (value[j].len >= len
+            && ngx_strncmp(value[j].data, value[i].data, len) == 0
+            && (value[j].len == len || value[j].data[len] == '='))
+        {
+            ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                               "duplicate parameter \"%V\"", &value[i]);
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * The percentage after the first "skip" bytes of a parameter, with its
  * sign: "max_load=150%" gives 150.  Returns NGX_ERROR when it is not one.
  */
@@ -2744,6 +2769,10 @@ ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     value = cf->args->elts;
 
     for (i = 1; i < cf->args->nelts; i++) {
+
+        if (ngx_http_prefix_route_duplicate(cf, value, i) != NGX_OK) {
+            return NGX_CONF_ERROR;
+        }
 
         if (ngx_strncmp(value[i].data, "uri=", 4) == 0) {
             pc->uri.data = value[i].data + 4;

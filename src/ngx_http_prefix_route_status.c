@@ -887,8 +887,8 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
     }
 
     p = ngx_sprintf(p, "# HELP nginx_prefix_route_peer_state "
-                       "1 for the peer's state: up, down, failing or "
-                       "backup.\n"
+                       "1 for the peer's state: up, down, failing, "
+                       "unhealthy or backup.\n"
                        "# TYPE nginx_prefix_route_peer_state gauge\n");
 
     for (i = 0; i < stats->nelts; i++) {

@@ -742,3 +742,22 @@ $u
 --- must_die
 --- error_log
 invalid uri "uri=/met
+
+
+
+=== TEST 66: a word given twice is an error too, not only a name=value
+--- http_config eval: ::upstream("zone=llm:1m shadow shadow", 1)
+--- must_die
+--- error_log
+duplicate parameter "shadow"
+
+
+
+=== TEST 67: prefix_route_probe's parameter given twice is an error, not the last one winning
+--- http_config eval
+my $u = ::upstream(1);
+$u =~ s/(prefix_route [^\n]*\n)/$1    prefix_route_probe interval=1s interval=2s;\n/;
+$u
+--- must_die
+--- error_log
+duplicate parameter "interval=2s"
