@@ -558,7 +558,7 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     size_t                             len;
     ngx_int_t                          rc;
-    ngx_str_t                          name, *first;
+    ngx_str_t                         *names, *first;
     ngx_uint_t                         b, i, nworkers, roomless;
     ngx_core_conf_t                   *ccf;
     ngx_slab_pool_t                   *shpool;
@@ -630,12 +630,50 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     }
 
     /*
+     * shadow mode: prefix_route's would-be placements are recorded apart,
+     * for records of the primary servers under names no server has
+     */
+
+    names = NULL;
+
+    if (prcf->shadow) {
+        names = ngx_palloc(prcf->cycle->pool,
+                           prcf->peers->number * sizeof(ngx_str_t));
+        if (names == NULL) {
+            return NGX_ERROR;
+        }
+
+        for (peer = prcf->peers->peer, i = 0;
+             peer != NULL;
+             peer = peer->next, i++)
+        {
+            names[i].len = sizeof("shadow of ") - 1 + peer->name.len;
+            names[i].data = ngx_pnalloc(prcf->cycle->pool, names[i].len);
+            if (names[i].data == NULL) {
+                return NGX_ERROR;
+            }
+
+            ngx_sprintf(names[i].data, "shadow of %V", &peer->name);
+        }
+    }
+
+    /*
      * peers are found by name: affinity survives a reload; those without
      * room are named in one line, not one each (thousands of servers)
      */
 
     roomless = 0;
     first = NULL;
+
+    if (ngx_http_prefix_route_index_lock_master(&prcf->index,
+                                                shm_zone->shm.log)
+        != NGX_OK)
+    {
+        ngx_log_error(NGX_LOG_EMERG, shm_zone->shm.log, 0,
+                      "prefix_route zone \"%V\" cannot be taken over",
+                      &shm_zone->shm.name);
+        return NGX_ERROR;
+    }
 
     for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
     {
@@ -650,6 +688,17 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         }
     }
 
+    for (i = 0; names != NULL && i < prcf->peers->number; i++) {
+        prcf->vshared[i] = ngx_http_prefix_route_index_peer(&prcf->index,
+                                                            &names[i]);
+    }
+
+    /* the slots numbered now: other workers may add none meanwhile */
+
+    prcf->npos = sh->npeers;
+
+    ngx_shmtx_unlock(&shpool->mutex);
+
     if (roomless) {
         ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
                       "prefix_route zone \"%V\" has no room for %ui "
@@ -657,30 +706,7 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                       "only", &shm_zone->shm.name, roomless, first);
     }
 
-    /*
-     * shadow mode: prefix_route's would-be placements are recorded apart,
-     * for records of the primary servers under names no server has
-     */
-
-    for (peer = prcf->shadow ? prcf->peers->peer : NULL, i = 0;
-         peer != NULL;
-         peer = peer->next, i++)
-    {
-        name.len = sizeof("shadow of ") - 1 + peer->name.len;
-        name.data = ngx_pnalloc(prcf->cycle->pool, name.len);
-        if (name.data == NULL) {
-            return NGX_ERROR;
-        }
-
-        ngx_sprintf(name.data, "shadow of %V", &peer->name);
-
-        prcf->vshared[i] = ngx_http_prefix_route_index_peer(&prcf->index,
-                                                            &name);
-    }
-
     /* each list's position of a peer slot, for the index lookup */
-
-    prcf->npos = sh->npeers;
 
     if (prcf->shadow) {
         prcf->vpos = ngx_palloc(prcf->cycle->pool,
@@ -1570,7 +1596,8 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
              */
             ngx_http_prefix_route_index_forget(idx, ctx->hash,
                                                ctx->recorded[0],
-                                               ctx->recorded[1], sp);
+                                               ctx->recorded[1], sp,
+                                               (uint32_t) ctx->chosen);
 
             /*
              * shadow mode: so is the would-be placement's, or a retry's
@@ -1580,7 +1607,8 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
             if (vp != NULL) {
                 ngx_http_prefix_route_index_forget(idx, ctx->hash,
                                                    ctx->vrecorded[0],
-                                                   ctx->vrecorded[1], vp);
+                                                   ctx->vrecorded[1], vp,
+                                                   (uint32_t) ctx->chosen);
             }
         }
 

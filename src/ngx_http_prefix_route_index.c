@@ -71,6 +71,12 @@ struct ngx_http_prefix_route_holder_s {
      + sizeof(ngx_http_prefix_route_entry_t)                                 \
      + sizeof(ngx_http_prefix_route_holder_t))
 
+/*
+ * ms the master waits for the zone mutex on start or reload before the
+ * new configuration fails: a worker holds it for microseconds
+ */
+#define NGX_HTTP_PREFIX_ROUTE_LOCK_MASTER  5000
+
 /* holders dropped at most to make room for one allocation */
 #define NGX_HTTP_PREFIX_ROUTE_EVICT_TRIES  8
 
@@ -242,6 +248,58 @@ ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
 }
 
 
+ngx_int_t
+ngx_http_prefix_route_index_lock_master(ngx_http_prefix_route_index_t *idx,
+    ngx_log_t *log)
+{
+    ngx_pid_t     pid;
+    ngx_uint_t    ms;
+    siginfo_t     info;
+    ngx_shmtx_t  *mtx;
+
+    mtx = &idx->shpool->mutex;
+    pid = 0;
+
+    for (ms = 0; ms < NGX_HTTP_PREFIX_ROUTE_LOCK_MASTER; ms++) {
+
+        if (ngx_shmtx_trylock(mtx)) {
+            return NGX_OK;
+        }
+
+        pid = (ngx_pid_t) *mtx->lock;
+
+        if (pid <= 0) {
+            continue;
+        }
+
+        /* WNOWAIT: an exited worker is left for nginx to reap */
+
+        ngx_memzero(&info, sizeof(siginfo_t));
+
+        if ((waitid(P_PID, pid, &info, WEXITED|WNOHANG|WNOWAIT) == 0
+             && info.si_pid == pid)
+            || (kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH))
+        {
+            if (ngx_shmtx_force_unlock(mtx, pid)) {
+                ngx_log_error(NGX_LOG_ALERT, log, 0,
+                              "prefix_route: process %P exited holding the "
+                              "zone's mutex, freed", pid);
+            }
+
+            continue;
+        }
+
+        ngx_msleep(1);
+    }
+
+    ngx_log_error(NGX_LOG_EMERG, log, 0,
+                  "prefix_route: process %P has held the zone's mutex for "
+                  "%ui ms", pid, (ngx_uint_t) NGX_HTTP_PREFIX_ROUTE_LOCK_MASTER);
+
+    return NGX_ERROR;
+}
+
+
 ngx_http_prefix_route_peer_t *
 ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
     ngx_str_t *name)
@@ -252,8 +310,6 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_peer_t   *peer, **slots;
 
     sh = idx->sh;
-
-    ngx_shmtx_lock(&idx->shpool->mutex);
 
     for (q = ngx_queue_head(&sh->peers);
          q != ngx_queue_sentinel(&sh->peers);
@@ -323,8 +379,6 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
     ngx_queue_insert_tail(&sh->peers, &peer->queue);
 
 done:
-
-    ngx_shmtx_unlock(&idx->shpool->mutex);
 
     return peer;
 }
@@ -413,6 +467,22 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     d = ngx_http_prefix_route_index_deepest(idx, hash, n, &e);
 
     for (k = d; k > 0; k--) {
+
+        if (e == NULL) {
+            /*
+             * an entry without the parents its depth needs: a 64-bit
+             * collision, or an index a worker killed mid-change left
+             * (as match() does, nothing is trusted past it)
+             */
+
+            while (k < d) {
+                chain[k++]->pinned = 0;
+            }
+
+            *held = 0;
+            return 0;
+        }
+
         e->pinned = 1;
         chain[k - 1] = e;
         e = ngx_http_prefix_route_ptr(idx, e->parent);
@@ -560,7 +630,8 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
             break;
         }
 
-        if (!(capacity && peer->blocks > capacity)
+        if ((capacity || before)
+            && !(capacity && peer->blocks > capacity)
             && !(before && (int32_t) (e->stamp - *before) < 0))
         {
             break;
@@ -577,7 +648,7 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
 void
 ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t from, ngx_uint_t to,
-    ngx_http_prefix_route_peer_t *peer)
+    ngx_http_prefix_route_peer_t *peer, uint32_t stamp)
 {
     ngx_http_prefix_route_entry_t   *e;
     ngx_http_prefix_route_holder_t  *h, *up;
@@ -590,9 +661,19 @@ ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
         h = e ? ngx_http_prefix_route_index_holder(idx, e, peer) : NULL;
     }
 
-    /* a holder with kids is part of a longer prefix recorded since */
+    /*
+     * a holder with kids is part of a longer prefix recorded since; a
+     * block stamped since was sent again by another request, which the
+     * engine may have answered (its ancestors were stamped with it)
+     */
 
     while (h != NULL && h->kids == 0) {
+        e = ngx_http_prefix_route_ptr(idx, h->entry);
+
+        if ((int32_t) (e->stamp - stamp) > 0) {
+            break;
+        }
+
         up = ngx_http_prefix_route_ptr(idx, h->up);
         ngx_http_prefix_route_index_remove(idx, h);
 

@@ -87,6 +87,7 @@ typedef struct {
     ngx_uint_t                       down;      /* passed over: fails= */
     ngx_uint_t                       failures;  /* probes failed, in all */
     ngx_uint_t                       restarts;  /* counter resets seen */
+    uint32_t                         round;     /* of the last probe kept */
 } ngx_http_prefix_route_probe_t;
 
 
@@ -236,6 +237,7 @@ typedef struct {
 
     /* when the next round of engine probes is due, ms */
     ngx_msec_t                       probe_due;
+    uint32_t                         probe_round;  /* rounds taken */
 
     /* learned from the engines' usage, under the mutex */
     ngx_http_prefix_route_ratio_t    ratios[NGX_HTTP_PREFIX_ROUTE_MODELS];
@@ -287,8 +289,21 @@ ngx_int_t ngx_http_prefix_route_index_init(
     ngx_http_prefix_route_index_t *old, ngx_uint_t nworkers);
 
 /*
- * Finds the shared record of the peer named "name", creating it.  Takes
- * the zone mutex.  Returns NULL when the zone has no memory left.
+ * Takes the zone mutex in the master (on start and reload), where waiting
+ * as a worker does would wait for ever on a worker that died holding it:
+ * nginx frees such a mutex when it reaps the worker, which the master does
+ * not do while it sets up a configuration (SIGCHLD is blocked until then).
+ * A holder that has exited is freed of it here, as nginx would (an alert);
+ * if one still running holds it for NGX_HTTP_PREFIX_ROUTE_LOCK_MASTER ms
+ * (5 s), returns NGX_ERROR after an emerg message.  NGX_OK: held.
+ */
+ngx_int_t ngx_http_prefix_route_index_lock_master(
+    ngx_http_prefix_route_index_t *idx, ngx_log_t *log);
+
+/*
+ * Finds the shared record of the peer named "name", creating it.  The
+ * caller holds the zone mutex.  Returns NULL when the zone has no memory
+ * left.
  */
 ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
     ngx_http_prefix_route_index_t *idx, ngx_str_t *name);
@@ -351,7 +366,9 @@ ngx_uint_t ngx_http_prefix_route_index_stamp(
  * Drops "peer"'s least recently used holders while it holds more than
  * "capacity" blocks (0: no limit), or while the block of its least
  * recently used holder was last recorded before *before (ms, a signed
- * difference; NULL: no such limit).  Returns the number dropped.
+ * difference of 32-bit stamps: a block not recorded for 24.8 days looks
+ * recent; NULL: no such limit); with neither limit, all of them (a
+ * restarted engine's).  Returns the number dropped.
  */
 ngx_uint_t ngx_http_prefix_route_index_trim(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
@@ -360,12 +377,13 @@ ngx_uint_t ngx_http_prefix_route_index_trim(
 /*
  * Takes back what ngx_http_prefix_route_index_record() added for "peer"
  * of blocks from .. to - 1 of a chain when the request failed to reach
- * it, the deepest first; a block the peer holds as part of a longer
- * prefix recorded since is kept.
+ * it, the deepest first; "stamp" is the record's (ms).  A block the peer
+ * holds as part of a longer prefix recorded since, or recorded again
+ * since (stamped later: another request sent it), is kept.
  */
 void ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t from, ngx_uint_t to,
-    ngx_http_prefix_route_peer_t *peer);
+    ngx_http_prefix_route_peer_t *peer, uint32_t stamp);
 
 /*
  * Walks the whole index and checks its counts and links: entries and

@@ -68,6 +68,8 @@ typedef struct {
     ngx_uint_t                          state;
     ngx_uint_t                          status;
     ngx_uint_t                          busy;     /* a probe under way */
+    uint32_t                            round;    /* the zone's, when it
+                                                     began */
     ngx_uint_t                          warned;   /* a page not read */
     char                               *unread;   /* why, when it is not */
 
@@ -92,7 +94,7 @@ struct ngx_http_prefix_route_prober_s {
 
 static void ngx_http_prefix_route_probe_round(ngx_event_t *ev);
 static void ngx_http_prefix_route_probe_start(
-    ngx_http_prefix_route_probe_slot_t *s);
+    ngx_http_prefix_route_probe_slot_t *s, uint32_t round);
 static void ngx_http_prefix_route_probe_write(ngx_event_t *wev);
 static void ngx_http_prefix_route_probe_read(ngx_event_t *rev);
 static void ngx_http_prefix_route_probe_idle(ngx_event_t *ev);
@@ -219,12 +221,14 @@ ngx_http_prefix_route_probe_foreign(ngx_http_prefix_route_srv_conf_t *prcf,
 
 /*
  * The prober's timer, every quarter interval in each worker: the first
- * worker to find the round due in the zone takes it.
+ * worker to find the round due in the zone takes it, numbered in the zone
+ * so that a probe that ends after a later round's is known to be older.
  */
 
 static void
 ngx_http_prefix_route_probe_round(ngx_event_t *ev)
 {
+    uint32_t                           round;
     ngx_uint_t                         i, due;
     ngx_msec_t                         now;
     ngx_connection_t                  *c;
@@ -241,6 +245,7 @@ ngx_http_prefix_route_probe_round(ngx_event_t *ev)
     prcf = pr->prcf;
     sh = prcf->index.sh;
     now = ngx_current_msec;
+    round = 0;
 
     ngx_shmtx_lock(&prcf->index.shpool->mutex);
 
@@ -255,6 +260,7 @@ ngx_http_prefix_route_probe_round(ngx_event_t *ev)
 
     if (due) {
         sh->probe_due = now + prcf->probe.interval;
+        round = ++sh->probe_round;
     }
 
     ngx_shmtx_unlock(&prcf->index.shpool->mutex);
@@ -265,7 +271,7 @@ ngx_http_prefix_route_probe_round(ngx_event_t *ev)
             /* a "down" server takes no requests: its page tells nothing */
 
             if (!pr->slots[i].busy && !pr->slots[i].peer->down) {
-                ngx_http_prefix_route_probe_start(&pr->slots[i]);
+                ngx_http_prefix_route_probe_start(&pr->slots[i], round);
             }
         }
     }
@@ -275,7 +281,8 @@ ngx_http_prefix_route_probe_round(ngx_event_t *ev)
 
 
 static void
-ngx_http_prefix_route_probe_start(ngx_http_prefix_route_probe_slot_t *s)
+ngx_http_prefix_route_probe_start(ngx_http_prefix_route_probe_slot_t *s,
+    uint32_t round)
 {
     ngx_int_t          rc;
     ngx_connection_t  *c;
@@ -289,6 +296,7 @@ ngx_http_prefix_route_probe_start(ngx_http_prefix_route_probe_slot_t *s)
     s->pc.log = &s->log;
     s->pc.log_error = NGX_ERROR_INFO;
 
+    s->round = round;
     s->sent = 0;
     s->received = 0;
     s->length = -1;
@@ -691,7 +699,6 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
     ngx_http_prefix_route_probe_e rc, char *reason)
 {
     double                              served;
-    uint32_t                            stamp;
     ngx_uint_t                          down, up, restarted, dropped;
     ngx_uint_t                          all, own, waiting;
     ngx_http_prefix_route_probe_t      *pb;
@@ -726,6 +733,24 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
 
     ngx_shmtx_lock(&idx->shpool->mutex);
 
+    /*
+     * another worker's probe of a later round ended first (the timeout may
+     * be longer than the interval): this one's figures are older than
+     * those kept, and a counter read before theirs is no restart (0: none
+     * kept yet)
+     */
+
+    if (pb->round && (int32_t) (s->round - pb->round) < 0) {
+        ngx_shmtx_unlock(&idx->shpool->mutex);
+
+        ngx_log_debug1(NGX_LOG_DEBUG_HTTP, &s->log, 0,
+                       "prefix_route: probe of round %uD ended after a "
+                       "later one: not kept", s->round);
+        return;
+    }
+
+    pb->round = s->round;
+
     if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED) {
         pb->failures++;
         pb->fails++;
@@ -744,15 +769,15 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
     if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_READ) {
 
         if (m->has_served) {
-            if (pb->has_served && m->served < pb->served) {
+            if (pb->has_served && m->served < pb->served / 2) {
                 /*
-                 * the engine restarted with an empty cache: every block
-                 * recorded until now goes, a second's margin for the
-                 * clocks of other workers
+                 * the engine restarted with an empty cache: its counter
+                 * began again from 0, where a page the engine wrote a
+                 * little before the last one kept (two scrapes it served
+                 * out of order) is a little lower; every block recorded
+                 * goes, whatever its stamp
                  */
-                stamp = (uint32_t) (ngx_current_msec + 1000);
-                dropped = ngx_http_prefix_route_index_trim(idx, sp, 0,
-                                                           &stamp);
+                dropped = ngx_http_prefix_route_index_trim(idx, sp, 0, NULL);
                 pb->restarts++;
                 restarted = 1;
                 served = pb->served;

@@ -550,7 +550,8 @@ test_forget(void)
     (void) test_record(5, 10, 0, 0);
     n = test_record(5, 20, 0, 0);
     test_chain(hash, 5, 20);
-    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0]);
+    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0],
+                                       test_clock);
 
     test_ok(test_match(5, 20, 0) == 10, "forget: back to the 10 blocks held "
             "before");
@@ -560,17 +561,40 @@ test_forget(void)
 
     n = test_record(5, 20, 0, 0);
     m = test_record(5, 30, 0, 0);
-    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0]);
+    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0],
+                                       test_clock - 1);
 
     test_ok(m == 30 && test_match(5, 30, 0) == 30,
             "forget: a longer prefix recorded since is kept whole");
     test_ok(test_check() == 0, "forget: consistent");
 
     test_chain(hash, 5, 30);
-    ngx_http_prefix_route_index_forget(&idx, hash, 0, 30, peers[0]);
+    ngx_http_prefix_route_index_forget(&idx, hash, 0, 30, peers[0],
+                                       test_clock);
 
     test_ok(test_match(5, 30, 0) == 0 && idx.sh->holders == 0
             && idx.sh->entries == 0, "forget: all of it, and nothing is left");
+    test_ok(test_check() == 0, "forget: consistent");
+
+    /*
+     * the same 10 blocks sent, then sent again by a later request (which
+     * found them held and may have been answered), then the first fails
+     */
+
+    n = test_record(6, 10, 0, 0);
+    m = test_record(6, 10, 0, 0);
+    test_chain(hash, 6, 10);
+    ngx_http_prefix_route_index_forget(&idx, hash, 0, n, peers[0],
+                                       test_clock - 1);
+
+    test_ok(n == 10 && m == 10 && test_match(6, 10, 0) == 10,
+            "forget: blocks sent again since are kept");
+
+    ngx_http_prefix_route_index_forget(&idx, hash, 0, m, peers[0],
+                                       test_clock);
+
+    test_ok(test_match(6, 10, 0) == 0 && idx.sh->holders == 0,
+            "forget: the later request's failure takes them back");
     test_ok(test_check() == 0, "forget: consistent");
 }
 
@@ -626,6 +650,20 @@ test_trim(void)
     test_ok(n == 5 && peers[0]->blocks == 15 && test_match(3, 10, 0) == 10
             && test_match(2, 10, 0) == 5,
             "trim: down to a capacity, the least recently used first");
+    test_ok(test_check() == 0, "trim: consistent");
+
+    /* a restart: all of them, stamps or not (one 25 days old looks new) */
+
+    test_chain(hash, 3, 10);
+    (void) ngx_http_prefix_route_index_stamp(&idx, hash[0], &older);
+    stamp = older - 2000000000;
+    test_ok(ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &stamp) == 0,
+            "trim: a stamp 23 days back drops nothing newer");
+
+    n = ngx_http_prefix_route_index_trim(&idx, peers[0], 0, NULL);
+
+    test_ok(n == 15 && peers[0]->blocks == 0 && peers[1]->blocks == 10,
+            "trim: with neither limit, all of the peer's holders go");
     test_ok(test_check() == 0, "trim: consistent");
 }
 
