@@ -101,6 +101,10 @@ typedef struct {
                                                         last recorded, ms */
     unsigned                            stamped:1;
     unsigned                            whole:1;     /* prompt not cut */
+    unsigned                            nontext:1;   /* images, audio,
+                                                        files in it */
+    unsigned                            foreign_salt:1; /* one the index
+                                                        leaves out */
     unsigned                            read:1;      /* the response: done
                                                         or given up */
     unsigned                            reported:1;  /* cached tokens */
@@ -919,6 +923,8 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ctx->nblocks = x.nblocks;
     ctx->len = x.len;
     ctx->whole = x.whole;
+    ctx->nontext = x.nontext;
+    ctx->foreign_salt = x.foreign_salt;
     ctx->key = x.key;
     ctx->key_len = x.key_len;
     ctx->model = x.model;
@@ -1966,10 +1972,10 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  *
  * The canonical prompt's bytes per engine token turn the predicted
  * match, in bytes, into tokens: the prompt's own ratio when it was seen
- * whole, else the mean learned for the model.  The engine also holds the
- * answer it generated last turn, which the index never saw: the
- * prediction counts the assistant message that begins where the match
- * ends.  A prediction within one block of the reported cached tokens
+ * whole and is all text, else the mean learned for the model from such
+ * prompts.  The engine also holds the answer it generated last turn,
+ * which the index never saw: the prediction counts the assistant message
+ * that begins where the match ends.  A prediction within one block of the reported cached tokens
  * agrees: the engine's (16 tokens) or the index's, whichever is more
  * tokens (64 bytes are 40 tokens of a text at 1.6 bytes a token).
  *
@@ -1980,9 +1986,14 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  * prefix recorded while this request was in flight (two requests with a
  * new prefix at once) proves nothing and is left alone (the index's
  * stamps are the low 32 bits of the ms clock, compared by signed
- * difference: the clock passes 2^32 ms after 49.7 days).  When the engine
- * held more (another nginx instance or a direct client warmed it), there
- * is nothing to drop: the prompt was recorded whole when the server was
+ * difference: the clock passes 2^32 ms after 49.7 days).  Nor does a
+ * prediction made with another prompt's ratio (the model's), one of a
+ * prompt with images or audio (their tokens do not follow their bytes),
+ * or one of a prompt whose cache_salt the engine keys by and the index
+ * does not (prefix_route_salt ... cache_salt=off): each would let one
+ * client's request drop every client's blocks.  When the engine held
+ * more (another nginx instance or a direct client warmed it), there is
+ * nothing to drop: the prompt was recorded whole when the server was
  * chosen.
  */
 
@@ -2012,11 +2023,15 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     ctx->reported = t->has_cached;
     ctx->cached = t->cached;
 
-    /* bytes x 256 a token, from a prompt seen whole; 1/256 to 2^24 */
+    /*
+     * bytes x 256 a token, from a prompt of text seen whole; 1/256 to
+     * 2^24 (an image is a few bytes of URL or many of base64, and
+     * hundreds of the engine's tokens)
+     */
 
     sample = 0;
 
-    if (ctx->whole && t->prompt > 0) {
+    if (ctx->whole && !ctx->nontext && t->prompt > 0) {
         sample = ngx_max(1, ngx_min((uint64_t) ctx->len * 256 / t->prompt,
                                     (uint64_t) 1 << 24));
     }
@@ -2138,6 +2153,8 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
 
         if (prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
             && ctx->stamped
+            && sample
+            && !ctx->foreign_salt
             && t->cached * 2 < predicted
             && (int32_t) ((uint32_t) ctx->chosen - ctx->stamp)
                > (ngx_msec_int_t) (now - ctx->chosen))

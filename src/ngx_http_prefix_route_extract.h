@@ -94,6 +94,11 @@ typedef struct {
                                                      the assistant
                                                      messages in answers */
     unsigned                          whole:1;    /* len < max_prefix */
+    unsigned                          nontext:1;  /* images, audio, files
+                                                     or tool use parts */
+    unsigned                          foreign_salt:1; /* a cache_salt the
+                                                     index does not key
+                                                     by (cache_salt=off) */
     ngx_http_prefix_route_extract_e   error;
     int                               json_error; /* enum json_error_code */
     int                               position;   /* byte of the error */

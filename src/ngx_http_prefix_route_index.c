@@ -294,7 +294,8 @@ ngx_http_prefix_route_index_lock_master(ngx_http_prefix_route_index_t *idx,
 
     ngx_log_error(NGX_LOG_EMERG, log, 0,
                   "prefix_route: process %P has held the zone's mutex for "
-                  "%ui ms", pid, (ngx_uint_t) NGX_HTTP_PREFIX_ROUTE_LOCK_MASTER);
+                  "%ui ms", pid,
+                  (ngx_uint_t) NGX_HTTP_PREFIX_ROUTE_LOCK_MASTER);
 
     return NGX_ERROR;
 }

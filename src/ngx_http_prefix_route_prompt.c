@@ -89,6 +89,7 @@ ngx_http_prefix_route_prompt_build(json_t *root,
 
     pr->len = 0;
     pr->nanswers = 0;
+    pr->nontext = 0;
     pr->key = 0;
     pr->seed = 0;
 
@@ -425,6 +426,7 @@ ngx_http_prefix_route_prompt_part(ngx_http_prefix_route_walk_t *w,
         return;
     }
 
+    w->pr->nontext++;
     digest = 0;
 
     if (json_dump_callback(part, ngx_http_prefix_route_prompt_digest,

@@ -37,6 +37,9 @@ typedef struct {
                              not wanted */
     ngx_uint_t   max_answers;
     ngx_uint_t   nanswers;
+    ngx_uint_t   nontext; /* parts written by identity (images, audio,
+                             files, tool use): the engine's tokens for
+                             them do not follow their bytes */
 } ngx_http_prefix_route_prompt_t;
 
 

@@ -235,6 +235,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 
     pr->len = 0;
     pr->nanswers = 0;
+    pr->nontext = 0;    /* such parts are left to jansson */
     pr->key = 0;
     pr->seed = 0;
 

@@ -104,6 +104,26 @@ sub ask {
     return $req;
 }
 
+# a request of the prompt tagged $tag to the engine's $path, with an image
+# after its text
+sub ask_image {
+    my ($path, $tag) = @_;
+    my $req = chat([sys(text("sys $tag", 900)),
+                    user([{ type => "text", text => text($tag, 100) },
+                          { type => "image_url",
+                            image_url => { url => "http://img/$tag.png" } }])]);
+    $req =~ s{^POST /v1/chat/completions}{POST /v1/$path};
+    return $req;
+}
+
+# ask() with "cache_salt" $salt in the body
+sub ask_salted {
+    my ($path, $tag, $salt) = @_;
+    my $req = ask($path, $tag);
+    $req =~ s/"model":"m"/"cache_salt":"$salt","model":"m"/ or die;
+    return $req;
+}
+
 # a request of a prompt of its own to /v1/json with the model $model, a
 # JSON string
 sub modeled {
@@ -325,3 +345,43 @@ two models make the same Prometheus series.
 --- response_body_like eval
 [("") x 5,
  '"models":\[\{"name":"Qwen/Qwen2\.5-Coder-32B-Instruct",[^{}]*\},\{"name":"Qwen/Qwen2\.5-Coder-32B~[0-9a-f]{8}",[^{}]*\},\{"name":"org/model_v1~[0-9a-f]{8}",[^{}]*\},\{"name":"org/model_v1",[^{}]*\},\{"name":"_nul~[0-9a-f]{8}",[^{}]*\}\]']
+
+
+
+=== TEST 14: feedback=correct: no eviction is read from a prompt with an image, whose tokens do not follow its bytes
+As TEST 7, b with an image after its text (a URL of 17 bytes, hundreds
+of tokens to a vision model): the engine's "none" is counted, nothing is
+dropped, a stays a HIT.
+--- http_config eval
+::upstream("zone=llm:1m feedback=correct", 1) . $::Engine . $::Log
+--- request eval
+[::ask("cold", "a"), ::ask_image("slow", "b"), ::ask_image("cold", "b"), ::ask("cold", "a"),
+ "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+",
+ "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
+--- response_body_like eval
+["", "", "", "",
+ '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,']
+
+
+
+=== TEST 15: prefix_route_salt ... cache_salt=off: no eviction is read from a prompt whose cache_salt the engine keys by and the index does not
+As TEST 7, b sent with a cache_salt of its own each time, which nginx's
+salt replaces in the index's key: the index predicts b held, the engine
+(keying by the body's salt) held none.  That is the client's doing, not
+an eviction: a, another client's prompt recorded before, stays a HIT.
+--- http_config eval
+::upstream("zone=llm:1m feedback=correct", 1) =~ s/(    prefix_route [^\n]*\n)/$1    prefix_route_salt \$http_x_tenant cache_salt=off;\n/r
+. $::Engine . $::Log
+--- more_headers
+X-Tenant: t1
+--- request eval
+[::ask("cold", "a"), ::ask_salted("slow", "b", "s1"), ::ask_salted("cold", "b", "s2"), ::ask("cold", "a"),
+ "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+",
+ "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
+--- response_body_like eval
+["", "", "", "",
+ '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,']

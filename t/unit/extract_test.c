@@ -261,7 +261,8 @@ main(void)
         ngx_str_set(&test_salt, "alice");
         test_extract(none, ngx_strlen(none), 1, 0, b);
         test_ok(b->rc == NGX_OK && a->x.nblocks == b->x.nblocks
-                && a->hash[0] != b->hash[0] && a->x.key != b->x.key,
+                && a->hash[0] != b->hash[0] && a->x.key != b->x.key
+                && !a->x.foreign_salt && !b->x.foreign_salt,
                 "nginx's salt \"alice\" keys apart from a body's "
                 "cache_salt \"alice\"");
 
@@ -270,6 +271,9 @@ main(void)
         test_ok(test_same(a, b),
                 "the same salt from nginx: the same hashes whatever the "
                 "body's cache_salt (fast path and jansson)");
+        test_ok(a->x.foreign_salt && b->x.foreign_salt,
+                "the body's cache_salt in place of which nginx's keys is "
+                "told (the engine keys by it)");
 
         ngx_str_set(&test_salt, "bob");
         test_extract(one, ngx_strlen(one), 1, 0, b);
@@ -283,7 +287,8 @@ main(void)
         test_extract(one, ngx_strlen(one), 1, 0, a);
         test_extract(two, ngx_strlen(two), 1, 1, b);
         test_ok(a->rc == NGX_OK && b->rc == NGX_OK
-                && a->hash[0] != b->hash[0],
+                && a->hash[0] != b->hash[0]
+                && !a->x.foreign_salt && !b->x.foreign_salt,
                 "cache_salt=on: the body's cache_salt keys apart too");
 
         test_extract(one, ngx_strlen(one), 1, 1, b);
@@ -292,6 +297,26 @@ main(void)
 
         ngx_str_null(&test_salt);
         test_cache_salt = 0;
+    }
+
+    /* images, audio, files: their tokens do not follow their bytes */
+    {
+        u_char  *img;
+
+        img = (u_char *) "{\"model\":\"m\",\"messages\":[{\"role\":"
+                         "\"user\",\"content\":[{\"type\":\"text\","
+                         "\"text\":\"What is in this picture, and what "
+                         "colour is it? Say it in one line.\"},"
+                         "{\"type\":\"image_url\",\"image_url\":"
+                         "{\"url\":\"http://img/a.png\"}}]}]}";
+
+        body = test_chat(2, &len);
+        test_extract(img, ngx_strlen(img), 1, 0, a);
+        test_extract(body, len, 1, 0, b);
+        free(body);
+        test_ok(a->rc == NGX_OK && a->x.nontext
+                && b->rc == NGX_OK && !b->x.nontext,
+                "a prompt with an image part is told from one of text");
     }
 
     free(a);
