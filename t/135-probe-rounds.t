@@ -33,16 +33,9 @@ our $Config = ::proxy() . <<'_EOC_';
 location = /status {
     prefix_route_status;
 }
-location = /sleep {
-    echo_sleep 0.5;
-    echo ok;
-}
 location = /block {
     echo_blocking_sleep 0.25;
     echo ok;
-}
-location = /log {
-    alias logs/error.log;
 }
 _EOC_
 
