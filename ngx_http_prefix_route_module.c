@@ -1975,9 +1975,10 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  * whole and is all text, else the mean learned for the model from such
  * prompts.  The engine also holds the answer it generated last turn,
  * which the index never saw: the prediction counts the assistant message
- * that begins where the match ends.  A prediction within one block of the reported cached tokens
- * agrees: the engine's (16 tokens) or the index's, whichever is more
- * tokens (64 bytes are 40 tokens of a text at 1.6 bytes a token).
+ * that begins where the match ends.  A prediction within one block of the
+ * reported cached tokens agrees: the engine's (16 tokens) or the index's,
+ * whichever is more tokens (64 bytes are 40 tokens of a text at 1.6 bytes
+ * a token).
  *
  * With feedback=correct, when the engine held less than half the
  * prediction, it evicted the prefix; as it evicts the least recently
