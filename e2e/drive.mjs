@@ -17,7 +17,11 @@
 // of each system prompt or conversation.
 // sdk: chat, legacy completions, Responses and Anthropic Messages, each
 // streamed and not, and a 3-turn conversation; prints the calls that
-// failed and how many servers the conversation's turns went to.
+// failed and how many servers the conversation's turns went to.  Then
+// llama-server's native /completion (no SDK): one prompt twice, the
+// servers it went to, the share of the second that the server reported
+// cached (timings), and how many responses the module's status counted
+// meanwhile (null without a status page).
 
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
@@ -190,9 +194,38 @@ async function sdk() {
   for (const [name, fn] of Object.entries(checks)) {
     try { await fn(); } catch (e) { failed.push(name + ": " + e.message); }
   }
+  let native = null;
+  try { native = await nativeCompletion(); } catch (e) { failed.push("native: " + e.message); }
   console.log(JSON.stringify({ calls: Object.keys(checks).length, failed,
-                               conversation_servers: conversation }));
+                               conversation_servers: conversation, native }));
   process.exitCode = failed.length ? 1 : 0;
+}
+
+// the responses the status page counted, or null without one
+async function fedBack() {
+  const r = await fetch(url + "/status");
+  if (!r.ok) return null;
+  const st = await r.json();
+  return st.upstreams.flatMap((u) => u.peers)
+    .reduce((n, p) => n + p.feedback_responses, 0);
+}
+
+async function nativeCompletion() {
+  const before = await fedBack();
+  const servers = new Set();
+  let timings = null;
+  for (let i = 0; i < 2; i++) {
+    const r = await fetch(url + "/completion", {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ prompt: words(11, 600), n_predict: 4 }) });
+    if (!r.ok) throw new Error("/completion: HTTP " + r.status);
+    servers.add(r.headers.get("x-upstream"));
+    timings = (await r.json()).timings;
+  }
+  const after = await fedBack();
+  return { servers: servers.size,
+           cached: timings.cache_n / (timings.cache_n + timings.prompt_n),
+           fed_back: before === null || after === null ? null : after - before };
 }
 
 const modes = { "shared-prefix": sharedPrefix, "multi-turn": multiTurn, sdk };

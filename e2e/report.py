@@ -67,6 +67,19 @@ def checks(r):
                     p["name"], "read %d ms before the end" %
                     p["engine"]["age_ms"] if "engine" in p else "not read",
                     p["probe_failures"]) for p in peers)))
+    nat = {k: ws["sdk"]["native"] for k, ws in r.items()}
+    out.append(("llama-server's native /completion, one prompt twice: one "
+                "server, and both answers' timings read (prefix_route, "
+                "cache_aware)",
+                all(nat[k] and nat[k]["servers"] == 1
+                    and nat[k]["fed_back"] == 2
+                    for k in ("prefix_route", "cache_aware")),
+                "; ".join("%s: %s" % (k, "failed" if not n else
+                                      "%d server(s), %.2f of the second "
+                                      "cached, %s answer(s) read"
+                                      % (n["servers"], n["cached"],
+                                         n["fed_back"]))
+                          for k, n in nat.items())))
     conv = {k: ws["sdk"]["conversation_servers"] for k, ws in r.items()}
     out.append(("every turn of the SDK conversation on one server "
                 "(prefix_route, cache_aware)",

@@ -101,6 +101,7 @@ static void fuzz_prefix(fuzz_out_t *big, size_t cap, json_t *root);
 static void fuzz_nomem(fuzz_out_t *big, ngx_uint_t n, json_t *root);
 static void fuzz_usage(const uint8_t *data, size_t size, size_t piece);
 static void fuzz_usage_scan(u_char *p, u_char *last);
+static void fuzz_usage_object(u_char *p, u_char *last, ngx_uint_t object);
 static void fuzz_metrics(const uint8_t *data, size_t size, size_t piece);
 static void *fuzz_malloc(size_t size);
 static void fuzz_free(fuzz_out_t *out);
@@ -681,32 +682,47 @@ fuzz_usage(const uint8_t *data, size_t size, size_t piece)
 }
 
 
-/* The usage object at p read by the fast path and by jansson: the same */
+/*
+ * The object at p read by the fast path and by jansson, as each kind of
+ * object that holds counts: the same
+ */
 
 static void
 fuzz_usage_scan(u_char *p, u_char *last)
+{
+    ngx_uint_t  object;
+
+    for (object = 0; object < NGX_HTTP_PREFIX_ROUTE_USAGE_OBJECTS; object++) {
+        fuzz_usage_object(p, last, object);
+    }
+}
+
+
+static void
+fuzz_usage_object(u_char *p, u_char *last, ngx_uint_t object)
 {
     ngx_int_t                       rc[2];
     ngx_http_prefix_route_tokens_t  t[2];
 
     ngx_memzero(&t, sizeof(t));
 
-    rc[0] = ngx_http_prefix_route_usage_scan(p, last, &t[0]);
+    rc[0] = ngx_http_prefix_route_usage_scan(p, last, object, &t[0]);
 
     if (rc[0] == NGX_AGAIN) {
         return;
     }
 
-    rc[1] = ngx_http_prefix_route_usage_json(p, last, &t[1]);
+    rc[1] = ngx_http_prefix_route_usage_json(p, last, object, &t[1]);
 
     if (rc[0] != rc[1]
         || (rc[0] == NGX_OK
             && (t[0].prompt != t[1].prompt || t[0].cached != t[1].cached
                 || t[0].has_cached != t[1].has_cached)))
     {
-        fprintf(stderr, "prompt_fuzzer: the usage fast path says %d "
-                "(%llu, %llu), jansson %d (%llu, %llu), %zu bytes left\n",
-                (int) rc[0], (unsigned long long) t[0].prompt,
+        fprintf(stderr, "prompt_fuzzer: object %u: the usage fast path says "
+                "%d (%llu, %llu), jansson %d (%llu, %llu), %zu bytes left\n",
+                (unsigned) object, (int) rc[0],
+                (unsigned long long) t[0].prompt,
                 (unsigned long long) t[0].cached, (int) rc[1],
                 (unsigned long long) t[1].prompt,
                 (unsigned long long) t[1].cached, (size_t) (last - p));

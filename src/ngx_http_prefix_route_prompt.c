@@ -84,7 +84,8 @@ ngx_int_t
 ngx_http_prefix_route_prompt_build(json_t *root,
     ngx_http_prefix_route_prompt_t *pr)
 {
-    json_t                        *input, *instructions, *messages, *prompt;
+    json_t                        *input, *instructions, *messages, *prompt,
+                                  *text, *inputs;
     ngx_http_prefix_route_walk_t   w;
 
     pr->len = 0;
@@ -105,6 +106,8 @@ ngx_http_prefix_route_prompt_build(json_t *root,
     prompt = ngx_http_prefix_route_prompt_get(root, "prompt");
     input = ngx_http_prefix_route_prompt_get(root, "input");
     instructions = ngx_http_prefix_route_prompt_get(root, "instructions");
+    text = ngx_http_prefix_route_prompt_get(root, "text");
+    inputs = ngx_http_prefix_route_prompt_get(root, "inputs");
 
     if (messages != NULL) {
 
@@ -120,6 +123,23 @@ ngx_http_prefix_route_prompt_build(json_t *root,
 
     } else if (input != NULL || instructions != NULL) {
         ngx_http_prefix_route_prompt_responses(&w, root);
+
+    } else if (json_is_string(text) || json_is_array(text)) {
+        /* SGLang's native /generate: the prompt rendered, or a batch */
+        ngx_http_prefix_route_prompt_legacy(&w, text);
+
+        /* images, audio or video beside it: tokens that are not its bytes */
+
+        pr->nontext +=
+                (ngx_http_prefix_route_prompt_get(root, "image_data") != NULL)
+                + (ngx_http_prefix_route_prompt_get(root, "audio_data")
+                   != NULL)
+                + (ngx_http_prefix_route_prompt_get(root, "video_data")
+                   != NULL);
+
+    } else if (json_is_string(inputs)) {
+        /* TGI's native /generate and /generate_stream */
+        ngx_http_prefix_route_prompt_legacy(&w, inputs);
 
     } else {
         return NGX_DECLINED;
@@ -164,13 +184,22 @@ ngx_http_prefix_route_prompt_chat(ngx_http_prefix_route_walk_t *w,
 }
 
 
+/*
+ * A prompt already rendered: legacy Completions' "prompt", and the
+ * engines' native "text" and "inputs", the same canonical prompt for the
+ * same text.  Token ids are written as JSON, and count as not text: their
+ * bytes per engine token are not the text's.
+ */
+
 static void
 ngx_http_prefix_route_prompt_legacy(ngx_http_prefix_route_walk_t *w,
     json_t *prompt)
 {
-    size_t  i, n;
+    size_t   i, n;
+    json_t  *v;
 
     if (!json_is_array(prompt)) {
+        w->pr->nontext += !json_is_string(prompt);
         ngx_http_prefix_route_prompt_segment(w, "prompt", prompt, 0);
         ngx_http_prefix_route_prompt_key(w);
         return;
@@ -179,8 +208,10 @@ ngx_http_prefix_route_prompt_legacy(ngx_http_prefix_route_walk_t *w,
     n = json_array_size(prompt);
 
     for (i = 0; i < n && !w->stop; i++) {
-        ngx_http_prefix_route_prompt_segment(w, "prompt",
-                                             json_array_get(prompt, i), 0);
+        v = json_array_get(prompt, i);
+        w->pr->nontext += !json_is_string(v);
+
+        ngx_http_prefix_route_prompt_segment(w, "prompt", v, 0);
         ngx_http_prefix_route_prompt_key(w);
     }
 }

@@ -16,12 +16,13 @@
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_TRIES  8
 
 /* the members read, by their keys' places below */
-#define NGX_HTTP_PREFIX_ROUTE_USAGE_PROMPT  0
-#define NGX_HTTP_PREFIX_ROUTE_USAGE_INPUT   1
-#define NGX_HTTP_PREFIX_ROUTE_USAGE_READ    2
+#define NGX_HTTP_PREFIX_ROUTE_USAGE_PROMPT  0   /* every prompt token */
+#define NGX_HTTP_PREFIX_ROUTE_USAGE_INPUT   1   /* also: those not cached */
+#define NGX_HTTP_PREFIX_ROUTE_USAGE_READ    2   /* those cached */
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_MADE    3
-#define NGX_HTTP_PREFIX_ROUTE_USAGE_COUNTS  4   /* then the details */
-#define NGX_HTTP_PREFIX_ROUTE_USAGE_KEYS    6
+#define NGX_HTTP_PREFIX_ROUTE_USAGE_CACHED  4   /* those cached, in place */
+#define NGX_HTTP_PREFIX_ROUTE_USAGE_COUNTS  5   /* then the details */
+#define NGX_HTTP_PREFIX_ROUTE_USAGE_KEYS    7
 
 /* JSON's white space, RFC 8259 */
 #define ngx_http_prefix_route_json_space(c)                                  \
@@ -62,27 +63,61 @@ typedef struct {
 
 static ngx_int_t ngx_http_prefix_route_usage_find(u_char *start, size_t len,
     ngx_uint_t backward, ngx_http_prefix_route_tokens_t *t);
+static ngx_int_t ngx_http_prefix_route_usage_object(u_char *start,
+    size_t len, ngx_uint_t backward, ngx_uint_t object,
+    ngx_http_prefix_route_tokens_t *t);
 static void ngx_http_prefix_route_usage_node(
     ngx_http_prefix_route_node_t *node, ngx_http_prefix_route_count_t *c);
 static void ngx_http_prefix_route_usage_member(json_t *v,
     ngx_http_prefix_route_count_t *c);
 static ngx_int_t ngx_http_prefix_route_usage_tokens(
-    ngx_http_prefix_route_counts_t *f, ngx_http_prefix_route_tokens_t *t);
+    ngx_http_prefix_route_counts_t *f, ngx_uint_t object,
+    ngx_http_prefix_route_tokens_t *t);
 static ngx_int_t ngx_http_prefix_route_usage_count(
     ngx_http_prefix_route_count_t *c, uint64_t *n);
 
 
 /*
- * The keys of the usage members read: the counts, then the details
- * objects whose cached_tokens are read (ngx_http_prefix_route_counts_t)
+ * The objects that hold the counts, as quoted keys, in the order tried
+ * (ngx_http_prefix_route_usage_object_e), and the keys of the members read
+ * in each: the counts, then the details objects whose cached_tokens are
+ * read (ngx_http_prefix_route_counts_t); an empty key is not read.
  */
-static ngx_str_t  ngx_http_prefix_route_usage_keys[] = {
-    ngx_string("prompt_tokens"),
-    ngx_string("input_tokens"),
-    ngx_string("cache_read_input_tokens"),
-    ngx_string("cache_creation_input_tokens"),
-    ngx_string("prompt_tokens_details"),
-    ngx_string("input_tokens_details")
+static ngx_str_t  ngx_http_prefix_route_usage_objects[] = {
+    ngx_string("\"usage\""),
+    ngx_string("\"meta_info\""),
+    ngx_string("\"timings\"")
+};
+
+static ngx_str_t  ngx_http_prefix_route_usage_keys
+    [NGX_HTTP_PREFIX_ROUTE_USAGE_OBJECTS][NGX_HTTP_PREFIX_ROUTE_USAGE_KEYS] =
+{
+    /* OpenAI's APIs, the engines' OpenAI-compatible ones, Anthropic's */
+    { ngx_string("prompt_tokens"),
+      ngx_string("input_tokens"),
+      ngx_string("cache_read_input_tokens"),
+      ngx_string("cache_creation_input_tokens"),
+      ngx_null_string,
+      ngx_string("prompt_tokens_details"),
+      ngx_string("input_tokens_details") },
+
+    /* SGLang's native /generate */
+    { ngx_string("prompt_tokens"),
+      ngx_null_string,
+      ngx_null_string,
+      ngx_null_string,
+      ngx_string("cached_tokens"),
+      ngx_null_string,
+      ngx_null_string },
+
+    /* llama.cpp server's native /completion: computed and cached */
+    { ngx_null_string,
+      ngx_string("prompt_n"),
+      ngx_string("cache_n"),
+      ngx_null_string,
+      ngx_null_string,
+      ngx_null_string,
+      ngx_null_string }
 };
 
 static ngx_str_t  ngx_http_prefix_route_usage_cached =
@@ -153,36 +188,62 @@ ngx_http_prefix_route_usage_parse(ngx_http_prefix_route_usage_t *u,
 
 
 /*
- * Tries the "usage" keys of start[0..len), the last first or the first
- * first: a key is a "usage" string not escaped (an even run of
- * backslashes before it) followed by ':' and an object, which the fast
- * path reads up to its end, or jansson where the fast path cannot tell.
+ * Tries the objects of start[0..len) that hold counts, in their order
+ * (a response with "usage" is read from it whatever else it has), each
+ * the last first or the first first.
  */
 
 static ngx_int_t
 ngx_http_prefix_route_usage_find(u_char *start, size_t len,
     ngx_uint_t backward, ngx_http_prefix_route_tokens_t *t)
 {
+    ngx_uint_t  object;
+
+    for (object = 0; object < NGX_HTTP_PREFIX_ROUTE_USAGE_OBJECTS; object++) {
+        if (ngx_http_prefix_route_usage_object(start, len, backward, object,
+                                               t)
+            == NGX_OK)
+        {
+            return NGX_OK;
+        }
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/*
+ * Tries the keys of one such object in start[0..len): a key is the quoted
+ * name not escaped (an even run of backslashes before it) followed by ':'
+ * and an object, which the fast path reads up to its end, or jansson
+ * where the fast path cannot tell.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_usage_object(u_char *start, size_t len,
+    ngx_uint_t backward, ngx_uint_t object, ngx_http_prefix_route_tokens_t *t)
+{
     u_char      *q, *s, *end;
     size_t       i, n;
     ngx_int_t    rc;
+    ngx_str_t   *key;
     ngx_uint_t   tries, slashes;
 
-    static const u_char  key[] = "\"usage\"";
+    key = &ngx_http_prefix_route_usage_objects[object];
 
-    if (len < sizeof(key) - 1) {
+    if (len < key->len) {
         return NGX_DECLINED;
     }
 
     end = start + len;
-    n = len - (sizeof(key) - 1) + 1;        /* places the key can start */
+    n = len - key->len + 1;                 /* places the key can start */
     tries = 0;
 
     for (i = 0; i < n; i++) {
 
         q = backward ? start + (n - 1 - i) : start + i;
 
-        if (ngx_memcmp(q, key, sizeof(key) - 1) != 0) {
+        if (ngx_memcmp(q, key->data, key->len) != 0) {
             continue;
         }
 
@@ -194,7 +255,7 @@ ngx_http_prefix_route_usage_find(u_char *start, size_t len,
             continue;
         }
 
-        s = q + sizeof(key) - 1;
+        s = q + key->len;
 
         while (s < end && ngx_http_prefix_route_json_space(*s)) {
             s++;
@@ -216,10 +277,10 @@ ngx_http_prefix_route_usage_find(u_char *start, size_t len,
             break;
         }
 
-        rc = ngx_http_prefix_route_usage_scan(s, end, t);
+        rc = ngx_http_prefix_route_usage_scan(s, end, object, t);
 
         if (rc == NGX_AGAIN) {
-            rc = ngx_http_prefix_route_usage_json(s, end, t);
+            rc = ngx_http_prefix_route_usage_json(s, end, object, t);
         }
 
         if (rc == NGX_OK) {
@@ -232,7 +293,7 @@ ngx_http_prefix_route_usage_find(u_char *start, size_t len,
 
 
 ngx_int_t
-ngx_http_prefix_route_usage_scan(u_char *p, u_char *last,
+ngx_http_prefix_route_usage_scan(u_char *p, u_char *last, ngx_uint_t object,
     ngx_http_prefix_route_tokens_t *t)
 {
     uint32_t                         i, j;
@@ -256,14 +317,16 @@ ngx_http_prefix_route_usage_scan(u_char *p, u_char *last,
     }
 
     ngx_memzero(&f, sizeof(ngx_http_prefix_route_counts_t));
-    keys = ngx_http_prefix_route_usage_keys;
+    keys = ngx_http_prefix_route_usage_keys[object];
 
     /* of a key given twice, the last counts, as jansson keeps it */
 
     for (i = 1; i < node[0].end; i = node[i].end) {
 
         for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_USAGE_KEYS; k++) {
-            if (ngx_http_prefix_route_usage_is(&node[i], &keys[k])) {
+            if (keys[k].len && ngx_http_prefix_route_usage_is(&node[i],
+                                                              &keys[k]))
+            {
                 break;
             }
         }
@@ -294,7 +357,7 @@ ngx_http_prefix_route_usage_scan(u_char *p, u_char *last,
         }
     }
 
-    return ngx_http_prefix_route_usage_tokens(&f, t);
+    return ngx_http_prefix_route_usage_tokens(&f, object, t);
 }
 
 
@@ -339,10 +402,11 @@ ngx_http_prefix_route_usage_node(ngx_http_prefix_route_node_t *node,
 
 
 ngx_int_t
-ngx_http_prefix_route_usage_json(u_char *p, u_char *last,
+ngx_http_prefix_route_usage_json(u_char *p, u_char *last, ngx_uint_t object,
     ngx_http_prefix_route_tokens_t *t)
 {
     json_t                          *usage, *v;
+    ngx_str_t                       *keys;
     ngx_int_t                        rc;
     ngx_uint_t                       k;
     json_error_t                     err;
@@ -362,9 +426,11 @@ ngx_http_prefix_route_usage_json(u_char *p, u_char *last,
         return NGX_DECLINED;
     }
 
+    keys = ngx_http_prefix_route_usage_keys[object];
+
     for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_USAGE_KEYS; k++) {
-        v = json_object_get(usage,
-                            (char *) ngx_http_prefix_route_usage_keys[k].data);
+        v = keys[k].len ? json_object_get(usage, (char *) keys[k].data)
+                        : NULL;
 
         if (k >= NGX_HTTP_PREFIX_ROUTE_USAGE_COUNTS) {
             v = json_is_object(v)
@@ -376,7 +442,7 @@ ngx_http_prefix_route_usage_json(u_char *p, u_char *last,
         ngx_http_prefix_route_usage_member(v, &f.count[k]);
     }
 
-    rc = ngx_http_prefix_route_usage_tokens(&f, t);
+    rc = ngx_http_prefix_route_usage_tokens(&f, object, t);
 
     json_decref(usage);
 
@@ -412,7 +478,7 @@ ngx_http_prefix_route_usage_member(json_t *v, ngx_http_prefix_route_count_t *c)
 
 static ngx_int_t
 ngx_http_prefix_route_usage_tokens(ngx_http_prefix_route_counts_t *f,
-    ngx_http_prefix_route_tokens_t *t)
+    ngx_uint_t object, ngx_http_prefix_route_tokens_t *t)
 {
     uint64_t                        in, r, m;
     ngx_http_prefix_route_count_t  *cached, *read, *made;
@@ -432,7 +498,11 @@ ngx_http_prefix_route_usage_tokens(ngx_http_prefix_route_counts_t *f,
             return NGX_DECLINED;
         }
 
-        cached = &f->count[NGX_HTTP_PREFIX_ROUTE_USAGE_COUNTS];
+        /* SGLang's native meta_info has its cached_tokens in place */
+
+        cached = (object == NGX_HTTP_PREFIX_ROUTE_USAGE_META_INFO)
+                 ? &f->count[NGX_HTTP_PREFIX_ROUTE_USAGE_CACHED]
+                 : &f->count[NGX_HTTP_PREFIX_ROUTE_USAGE_COUNTS];
 
     } else {
         if (ngx_http_prefix_route_usage_count(
@@ -445,10 +515,20 @@ ngx_http_prefix_route_usage_tokens(ngx_http_prefix_route_counts_t *f,
         read = &f->count[NGX_HTTP_PREFIX_ROUTE_USAGE_READ];
         made = &f->count[NGX_HTTP_PREFIX_ROUTE_USAGE_MADE];
 
+        if (object == NGX_HTTP_PREFIX_ROUTE_USAGE_TIMINGS
+            && read->kind != NGX_HTTP_PREFIX_ROUTE_COUNT_INTEGER)
+        {
+            /* llama.cpp's prompt_n alone: the tokens computed, not all */
+            return NGX_DECLINED;
+        }
+
         if (read->kind != NGX_HTTP_PREFIX_ROUTE_COUNT_ABSENT
             || made->kind != NGX_HTTP_PREFIX_ROUTE_COUNT_ABSENT)
         {
-            /* Anthropic: input_tokens counts only what was not cached */
+            /*
+             * Anthropic: input_tokens counts only what was not cached; so
+             * does llama.cpp's prompt_n beside cache_n
+             */
 
             r = 0;
             m = 0;

@@ -19,7 +19,8 @@
  * and its last TAIL bytes are kept, and parsed once at its end.  Usage is
  * at the end of a JSON answer and in the last event of an OpenAI stream
  * (with stream_options.include_usage), and in the first event of an
- * Anthropic stream (message_start).
+ * Anthropic stream (message_start); SGLang's native meta_info is in every
+ * event, llama.cpp's native timings in the last.
  */
 
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_HEAD  1024
@@ -27,6 +28,15 @@
 
 /* a token count above this is out of range: the answer is not believed */
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_MAX   ((uint64_t) 1 << 32)
+
+
+/* the objects that hold an engine's counts, in the order they are tried */
+typedef enum {
+    NGX_HTTP_PREFIX_ROUTE_USAGE_OBJECT = 0,    /* "usage" */
+    NGX_HTTP_PREFIX_ROUTE_USAGE_META_INFO,     /* SGLang's native API */
+    NGX_HTTP_PREFIX_ROUTE_USAGE_TIMINGS,       /* llama.cpp's native API */
+    NGX_HTTP_PREFIX_ROUTE_USAGE_OBJECTS
+} ngx_http_prefix_route_usage_object_e;
 
 
 typedef struct {
@@ -56,12 +66,16 @@ void ngx_http_prefix_route_usage_feed(ngx_http_prefix_route_usage_t *u,
 
 /*
  * Finds the usage the response reported: the last "usage" object of its
- * tail that counts prompt tokens, else the first of its head.  Reads the
- * shapes of OpenAI's Chat Completions and Completions (prompt_tokens,
- * prompt_tokens_details.cached_tokens), its Responses API (input_tokens,
- * input_tokens_details.cached_tokens) and Anthropic's Messages
- * (input_tokens + cache_read_input_tokens + cache_creation_input_tokens,
- * cache_read_input_tokens cached).  Returns NGX_OK with *t set, or
+ * tail that counts prompt tokens, else the last "meta_info", else the
+ * last "timings", else the same in that order from the first of its head.
+ * Reads the shapes of OpenAI's Chat Completions and Completions
+ * (prompt_tokens, prompt_tokens_details.cached_tokens), its Responses API
+ * (input_tokens, input_tokens_details.cached_tokens), Anthropic's
+ * Messages (input_tokens + cache_read_input_tokens +
+ * cache_creation_input_tokens, cache_read_input_tokens cached), SGLang's
+ * native /generate (meta_info: prompt_tokens, cached_tokens) and
+ * llama.cpp server's native /completion (timings: prompt_n computed +
+ * cache_n cached).  Returns NGX_OK with *t set, or
  * NGX_DECLINED when there is none, it is malformed, or a count is not an
  * integer from 0 to NGX_HTTP_PREFIX_ROUTE_USAGE_MAX or more tokens are
  * cached than prompted.  Each object is read by usage_scan(), and by
@@ -72,13 +86,14 @@ ngx_int_t ngx_http_prefix_route_usage_parse(ngx_http_prefix_route_usage_t *u,
     ngx_http_prefix_route_tokens_t *t);
 
 /*
- * The reference reader of one usage object, from its '{' at p to last at
- * most (the bytes after it are not looked at): jansson parses it, and
- * the counts are read as usage_parse() describes.  Returns NGX_OK with *t
- * set, or NGX_DECLINED (not JSON, not whole, no usable count).
+ * The reference reader of one object of counts of kind "object", from its
+ * '{' at p to last at most (the bytes after it are not looked at):
+ * jansson parses it, and the counts are read as usage_parse() describes.
+ * Returns NGX_OK with *t set, or NGX_DECLINED (not JSON, not whole, no
+ * usable count).
  */
 ngx_int_t ngx_http_prefix_route_usage_json(u_char *p, u_char *last,
-    ngx_http_prefix_route_tokens_t *t);
+    ngx_uint_t object, ngx_http_prefix_route_tokens_t *t);
 
 /*
  * The fast path of usage_json(), without a tree or an allocation: the
@@ -91,7 +106,7 @@ ngx_int_t ngx_http_prefix_route_usage_json(u_char *p, u_char *last,
  * fuzzer checks the claim (fuzz/prompt_fuzzer.c).
  */
 ngx_int_t ngx_http_prefix_route_usage_scan(u_char *p, u_char *last,
-    ngx_http_prefix_route_tokens_t *t);
+    ngx_uint_t object, ngx_http_prefix_route_tokens_t *t);
 
 
 #endif /* _NGX_HTTP_PREFIX_ROUTE_USAGE_H_INCLUDED_ */

@@ -1,5 +1,6 @@
-# The four API shapes (OpenAI Chat Completions, legacy Completions,
-# Anthropic Messages, OpenAI Responses) and the canonical prompt of
+# The API shapes (OpenAI Chat Completions, legacy Completions,
+# Anthropic Messages, OpenAI Responses, SGLang's and TGI's native
+# /generate) and the canonical prompt of
 # docs/design.md: the same prompt sent twice is a MISS and then a HIT on
 # the same backend, $prefix_route_length is the length of the canonical
 # prompt worked out by hand below, and what changes the prompt's identity
@@ -379,3 +380,27 @@ my $common = length "$::RS" . "user$::US" . "c$a";                      # 1007
  "X-Prefix-Route: HIT " . ::full_blocks($common) . " " . length($two), ""]
 --- response_body_like eval
 ["^b[1-4]\n\$", "^b[1-4]\n\$", qr/\A(b[1-4]) MISS 0 1107\n\1 HIT 960 1114\n\z/]
+
+
+
+=== TEST 22: SGLang's native /generate: "text" is the prompt, the same prompt as legacy completions' for the same text
+--- config eval: PrefixRoute::proxy(path => '~ ^/(?:v1/|generate$)', routes => 1)
+--- request eval
+my $sglang = qq|{"text":"$::DOC","sampling_params":{"max_new_tokens":16},"stream":true}|;
+my $legacy = qq|{"prompt":"$::DOC","max_tokens":16}|;
+[::post("/generate", $sglang), ::post("/v1/completions", $legacy), "GET /routes"]
+--- response_headers eval
+["X-Prefix-Route: MISS 0 609", "X-Prefix-Route: HIT 576 609", ""]
+--- response_body_like eval: $::SameBackendTwice
+
+
+
+=== TEST 23: TGI's native /generate: "inputs" is the prompt, the same prompt as SGLang's "text" for the same text
+--- config eval: PrefixRoute::proxy(path => '~ ^/(?:v1/|generate$)', routes => 1)
+--- request eval
+my $tgi = qq|{"inputs":"$::DOC","parameters":{"max_new_tokens":16}}|;
+my $sglang = qq|{"text":"$::DOC","sampling_params":{"max_new_tokens":16}}|;
+[::post("/generate", $tgi), ::post("/generate", $sglang), "GET /routes"]
+--- response_headers eval
+["X-Prefix-Route: MISS 0 609", "X-Prefix-Route: HIT 576 609", ""]
+--- response_body_like eval: $::SameBackendTwice

@@ -281,7 +281,7 @@ our @NoPromptField = (
     qq({"model":"m","messages":{"role":"user","content":"$Marker"}}),
     qq({"model":"m","messages":true}),
     qq({"model":"m","messages":"$Marker"}),
-    qq({"model":"m","prompt":null,"text":"$Marker"}),
+    qq({"model":"m","prompt":null,"content":"$Marker"}),
 );
 
 # TEST 15
@@ -536,7 +536,7 @@ as ["m"] (docs/design.md, "Cap, key and seed"), so a HIT.
 
 === TEST 11: a prompt field of the wrong type at the top: messages an object, true or a string; prompt null: BYPASS
 "messages" that is not an array declines the body (docs/design.md); a
-prompt of null counts as absent, and "text" is no prompt field.
+prompt of null counts as absent, and "content" is no prompt field.
 --- request eval
 [map { ::post($_) } @::NoPromptField]
 --- response_headers eval

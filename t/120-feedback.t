@@ -80,6 +80,21 @@ our $Engine = "server {\n    listen " . ::addr(1) . ";\n" . <<'_EOC_' . "}\n";
     location /v1/warm {
         return 200 '{"usage":{"prompt_tokens":250,"prompt_tokens_details":{"cached_tokens":240}}}';
     }
+    location /v1/sglang {
+        default_type text/event-stream;
+        echo 'data: {"text":" P","output_ids":[47],"meta_info":{"id":"s1","finish_reason":null,"prompt_tokens":120,"completion_tokens":1,"cached_tokens":0}}';
+        echo '';
+        echo 'data: {"text":" Paris.","output_ids":[47,13],"meta_info":{"id":"s1","finish_reason":{"type":"stop"},"prompt_tokens":120,"completion_tokens":2,"cached_tokens":96}}';
+        echo '';
+        echo 'data: [DONE]';
+        echo '';
+    }
+    location /v1/llama {
+        return 200 '{"index":0,"content":" Paris.","stop":true,"tokens_evaluated":110,"prompt":"the prompt echoed","tokens_cached":113,"timings":{"cache_n":48,"prompt_n":62,"prompt_ms":21.7,"predicted_n":3,"predicted_ms":40.2}}';
+    }
+    location /v1/llama-short {
+        return 200 '{"content":"x","timings":{"prompt_n":62,"prompt_ms":21.7}}';
+    }
     location /v1/template {
         return 200 '{"usage":{"prompt_tokens":250,"prompt_tokens_details":{"cached_tokens":200}}}';
     }
@@ -385,3 +400,15 @@ X-Tenant: t1
 --- response_body_like eval
 ["", "", "", "",
  '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,']
+
+
+
+=== TEST 16: the engines' native APIs: SGLang's meta_info in the last event of a stream, llama.cpp server's timings (computed + cached); timings without cache_n are not read
+--- request eval
+[::ask("sglang", "a"), ::ask("llama", "b"), ::ask("llama-short", "c"),
+ "GET /fb", "GET /status"]
+--- response_body_like eval
+['\Adata: \{"text":" P".*\ndata: \[DONE\]\n\n\z',
+ '"timings":\{"cache_n":48,', '"prompt_n":62,',
+ '\A96\n48\n-\n\z',
+ '"feedback_responses":2,"reported_prompt_tokens":230,"reported_cached_tokens":144,']

@@ -54,6 +54,7 @@ typedef struct {
     ngx_uint_t  allocs;     /* jansson allocations during the call */
     uint64_t    seed;
     ngx_uint_t  nanswers;
+    ngx_uint_t  nontext;
     size_t      answers[2 * 4];  /* assistant messages: [start, end) */
     u_char      buf[TEST_SIZE + 16];
     ngx_int_t   fast;       /* the fast path's answer for the same body */
@@ -331,6 +332,7 @@ test_build_json(json_t *root, size_t size, test_out_t *out)
     out->key = pr.key;
     out->seed = pr.seed;
     out->nanswers = pr.nanswers;
+    out->nontext = pr.nontext;
 
     if (out->buf[size] != TEST_CANARY) {
         printf("Bail out! wrote past the prefix cap of %d bytes\n", (int) size);
@@ -880,6 +882,44 @@ main(void)
             "{'prompt':['a',[1,2],3]}",
             RS "prompt" US "c" "a" RS "prompt" US "c" FS "[1,2]"
             RS "prompt" US "c" FS "3");
+
+    test_same("sglang: native text as legacy Completions' prompt",
+              "{'text':'<s>[INST] q [/INST]','sampling_params':"
+              "{'max_new_tokens':8},'stream':true}",
+              "{'prompt':'<s>[INST] q [/INST]','max_tokens':8}");
+
+    test_same("sglang: native text, a batch, as a prompt array",
+              "{'text':['a','b']}", "{'prompt':['a','b']}");
+
+    test_same("tgi: native inputs as legacy Completions' prompt",
+              "{'inputs':'You are terse.\\n\\nq','parameters':"
+              "{'max_new_tokens':8}}",
+              "{'prompt':'You are terse.\\n\\nq'}");
+
+    test_same("responses: input first, its text member is not a prompt",
+              "{'input':'q','text':{'format':{'type':'text'}}}",
+              "{'input':'q'}");
+
+    test_declined("sglang: text an object is declined",
+                  "{'text':{'format':{'type':'text'}}}");
+
+    test_declined("tgi: inputs not a string is declined",
+                  "{'inputs':['a','b']}");
+
+    test_build("{'prompt':'ab'}", TEST_SIZE, &out);
+    test_build("{'prompt':[[1,2],3]}", TEST_SIZE, &out2);
+    test_ok(out.rc == NGX_OK && out.nontext == 0
+            && out2.rc == NGX_OK && out2.nontext == 2,
+            "legacy: token ids are not text (their bytes per token differ)");
+
+    test_build("{'text':'ab','image_data':null}", TEST_SIZE, &out);
+    test_build("{'text':'ab','image_data':['http://x/a.png']}", TEST_SIZE,
+               &out2);
+    test_ok(out.rc == NGX_OK && out.nontext == 0
+            && out2.rc == NGX_OK && out2.nontext == 1
+            && out.len == out2.len,
+            "sglang: image_data beside the text is not text, and leaves "
+            "the prompt as it is");
 
     test_is("responses: tools, instructions, message and other items",
             "{'model':'m','instructions':'I',"

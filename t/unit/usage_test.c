@@ -22,14 +22,19 @@
 
 #define TEST_NONE  ((uint64_t) -1)      /* no cached figure expected */
 
+/* the objects that hold counts */
+#define U  NGX_HTTP_PREFIX_ROUTE_USAGE_OBJECT
+#define M  NGX_HTTP_PREFIX_ROUTE_USAGE_META_INFO
+#define T  NGX_HTTP_PREFIX_ROUTE_USAGE_TIMINGS
+
 
 static void test_usage(const char *name, const char *pre, size_t filler,
     const char *post, ngx_int_t rc, uint64_t prompt, uint64_t cached);
 static void test_quote(u_char *p, size_t len);
-static void test_scan(const char *name, const char *json, ngx_int_t fast,
-    ngx_int_t rc, uint64_t prompt, uint64_t cached);
-static void test_edits(const char *json);
-static ngx_uint_t test_same(u_char *p, size_t len);
+static void test_scan(const char *name, ngx_uint_t object, const char *json,
+    ngx_int_t fast, ngx_int_t rc, uint64_t prompt, uint64_t cached);
+static void test_edits(const char *json, ngx_uint_t object);
+static ngx_uint_t test_same(u_char *p, size_t len, ngx_uint_t object);
 
 
 /* edits made at every byte of an object by test_edits() */
@@ -77,6 +82,50 @@ main(void)
         "'completion_tokens':8,'prompt_tokens_details':{'cached_tokens':"
         "896}}}\n\ndata: [DONE]\n\n",
         NGX_OK, 900, 896);
+
+    test_usage("SGLang's native /generate: meta_info",
+        "{'text':' Paris.','output_ids':[12366,13],'meta_info':{'id':'4f1c',"
+        "'finish_reason':{'type':'stop','matched':128009},"
+        "'prompt_tokens':2061,'weight_version':'default',"
+        "'completion_tokens':2,'cached_tokens':2048,'e2e_latency':0.07}}",
+        0, "", NGX_OK, 2061, 2048);
+
+    test_usage("SGLang's native stream: the last event's meta_info",
+        "data: {'text':' P','meta_info':{'prompt_tokens':2061,"
+        "'completion_tokens':1,'cached_tokens':0}}\n\n"
+        "data: {'text':' P", 20000,
+        "','meta_info':{'prompt_tokens':2061,'completion_tokens':900,"
+        "'cached_tokens':2048}}\n\ndata: [DONE]\n\n",
+        NGX_OK, 2061, 2048);
+
+    test_usage("llama-server's native /completion: timings",
+        "{'index':0,'content':' Paris.','tokens':[],'id_slot':0,'stop':true,"
+        "'tokens_predicted':3,'tokens_evaluated':2061,'prompt':'", 30000,
+        "','tokens_cached':2063,'timings':{'cache_n':2048,'prompt_n':13,"
+        "'prompt_ms':21.7,'predicted_n':3,'predicted_ms':40.2}}",
+        NGX_OK, 2061, 2048);
+
+    test_usage("llama-server's native stream: the last event's timings",
+        "data: {'index':0,'content':' P','tokens':[47],'stop':false}\n\n"
+        "data: {'index':0,'content':'", 20000,
+        "','stop':true,'tokens_evaluated':500,'timings':{'cache_n':0,"
+        "'prompt_n':500,'prompt_ms':80.1,'predicted_n':900}}\n\n",
+        NGX_OK, 500, 0);
+
+    test_usage("timings without cache_n: prompt_n alone is not the prompt",
+        "{'content':'x','timings':{'prompt_n':13,'prompt_ms':21.7}}", 0, "",
+        NGX_DECLINED, 0, 0);
+
+    test_usage("TGI's native /generate: no counts of the prompt",
+        "{'generated_text':' Paris.','details':{'finish_reason':'eos_token',"
+        "'generated_tokens':3,'seed':null,'prefill':[],'tokens':[]}}", 0, "",
+        NGX_DECLINED, 0, 0);
+
+    test_usage("usage before meta_info: the usage",
+        "{'usage':{'prompt_tokens':40,'prompt_tokens_details':"
+        "{'cached_tokens':32}},'meta_info':{'prompt_tokens':40,"
+        "'cached_tokens':0}}", 0, "",
+        NGX_OK, 40, 32);
 
     test_usage("a stream without usage",
         "data: {'choices':[{'delta':{'content':'a'}}],'usage':null}\n\n"
@@ -146,74 +195,110 @@ main(void)
 
     /* the fast path decides the engines' objects, jansson the odd ones */
 
-    test_scan("vLLM's usage: the fast path reads it",
+    test_scan("vLLM's usage: the fast path reads it", U,
         "{'prompt_tokens':4100,'completion_tokens':24,'total_tokens':4124,"
         "'prompt_tokens_details':{'cached_tokens':512}}",
         NGX_OK, NGX_OK, 4100, 512);
 
-    test_scan("llama-server's usage, spaced, with other members",
+    test_scan("llama-server's usage, spaced, with other members", U,
         "{ \"completion_tokens\" : 8 ,\n \"prompt_tokens\": 2473, "
         "\"total_tokens\":2481, \"prompt_tokens_details\": "
         "{\"cached_tokens\": 2400, \"audio_tokens\": null}, "
         "\"x\": [true, false, {}, [], \"s\", -3] }",
         NGX_OK, NGX_OK, 2473, 2400);
 
-    test_scan("Anthropic's usage",
+    test_scan("Anthropic's usage", U,
         "{'input_tokens':5,'cache_creation_input_tokens':20,"
         "'cache_read_input_tokens':100,'output_tokens':4,"
         "'service_tier':'standard'}",
         NGX_OK, NGX_OK, 125, 100);
 
-    test_scan("the Responses API's usage",
+    test_scan("the Responses API's usage", U,
         "{'input_tokens':300,'input_tokens_details':{'cached_tokens':256},"
         "'output_tokens':4}", NGX_OK, NGX_OK, 300, 256);
 
-    test_scan("details that are not an object: no cached figure",
+    test_scan("details that are not an object: no cached figure", U,
         "{'prompt_tokens':10,'prompt_tokens_details':null}",
         NGX_OK, NGX_OK, 10, TEST_NONE);
 
-    test_scan("a count that is a string: declined by both",
+    test_scan("a count that is a string: declined by both", U,
         "{'prompt_tokens':'10'}", NGX_DECLINED, NGX_DECLINED, 0, 0);
 
-    test_scan("a truncated object: left to jansson, which declines it",
+    test_scan("a truncated object: left to jansson, which declines it", U,
         "{'prompt_tokens':10,'prompt_tokens_details':{'cached_tok",
         NGX_AGAIN, NGX_DECLINED, 0, 0);
 
-    test_scan("an escaped key: left to jansson, which reads it",
+    test_scan("an escaped key: left to jansson, which reads it", U,
         "{'prompt\\u005ftokens':9}", NGX_AGAIN, NGX_OK, 9, TEST_NONE);
 
-    test_scan("a count given twice: the last, as jansson keeps it",
+    test_scan("a count given twice: the last, as jansson keeps it", U,
         "{'prompt_tokens':5,'prompt_tokens':7}", NGX_OK, NGX_OK, 7,
         TEST_NONE);
 
-    test_scan("details given twice: the last, even when not an object",
+    test_scan("details given twice: the last, even when not an object", U,
         "{'prompt_tokens':9,'prompt_tokens_details':{'cached_tokens':4},"
         "'prompt_tokens_details':[]}", NGX_OK, NGX_OK, 9, TEST_NONE);
 
-    test_scan("a real count: left to jansson, which declines it",
+    test_scan("a real count: left to jansson, which declines it", U,
         "{'prompt_tokens':1.0}", NGX_AGAIN, NGX_DECLINED, 0, 0);
 
-    test_scan("text past ASCII and escapes in a value: read as jansson",
+    test_scan("text past ASCII and escapes in a value: read as jansson", U,
         "{'prompt_tokens':3,'model':'caf\xc3\xa9 \\u00e9\\n'}", NGX_OK,
         NGX_OK, 3, TEST_NONE);
 
-    test_scan("a NUL escaped in a value: read as jansson reads bodies",
+    test_scan("a NUL escaped in a value: read as jansson reads bodies", U,
         "{'prompt_tokens':3,'model':'a\\u0000b'}", NGX_OK, NGX_OK, 3,
         TEST_NONE);
 
-    test_scan("invalid UTF-8 in a value: declined by jansson",
+    test_scan("invalid UTF-8 in a value: declined by jansson", U,
         "{'prompt_tokens':3,'model':'caf\xc3'}", NGX_AGAIN, NGX_DECLINED,
         0, 0);
 
-    test_scan("an exponent: left to jansson, which declines it",
+    test_scan("an exponent: left to jansson, which declines it", U,
         "{'prompt_tokens':1e3}", NGX_AGAIN, NGX_DECLINED, 0, 0);
 
+    test_scan("meta_info without cached_tokens: no cached figure", M,
+        "{'prompt_tokens':10,'completion_tokens':3}",
+        NGX_OK, NGX_OK, 10, TEST_NONE);
+
+    test_scan("meta_info: the details of usage are not read there", M,
+        "{'prompt_tokens':10,'prompt_tokens_details':{'cached_tokens':8}}",
+        NGX_OK, NGX_OK, 10, TEST_NONE);
+
+    test_scan("meta_info: more cached than prompted, declined", M,
+        "{'prompt_tokens':10,'cached_tokens':11}",
+        NGX_DECLINED, NGX_DECLINED, 0, 0);
+
+    test_scan("meta_info: Anthropic's members are not read there", M,
+        "{'input_tokens':10,'cache_read_input_tokens':5}",
+        NGX_DECLINED, NGX_DECLINED, 0, 0);
+
+    test_scan("timings: computed and cached", T,
+        "{'cache_n':1464,'prompt_n':1009,'prompt_ms':1261}",
+        NGX_OK, NGX_OK, 2473, 1464);
+
+    test_scan("timings with their real numbers: left to jansson", T,
+        "{'cache_n':1464,'prompt_n':1009,'prompt_ms':1261.5}",
+        NGX_AGAIN, NGX_OK, 2473, 1464);
+
+    test_scan("timings: cache_n null, declined", T,
+        "{'cache_n':null,'prompt_n':1009}",
+        NGX_DECLINED, NGX_DECLINED, 0, 0);
+
+    test_scan("usage: llama.cpp's members are not read there", U,
+        "{'cache_n':1464,'prompt_n':1009}",
+        NGX_DECLINED, NGX_DECLINED, 0, 0);
+
     test_edits("{'prompt_tokens':4100,'completion_tokens':24,"
-               "'prompt_tokens_details':{'cached_tokens':512},'x':[null]}");
+               "'prompt_tokens_details':{'cached_tokens':512},'x':[null]}", U);
     test_edits("{'input_tokens':5,'cache_creation_input_tokens':20,"
-               "'cache_read_input_tokens':100,'output_tokens':4}");
+               "'cache_read_input_tokens':100,'output_tokens':4}", U);
     test_edits("{'input_tokens':300,'input_tokens_details':"
-               "{'cached_tokens':256},'output_tokens':true}");
+               "{'cached_tokens':256},'output_tokens':true}", U);
+    test_edits("{'id':'a1','prompt_tokens':2061,'completion_tokens':2,"
+               "'cached_tokens':2048,'e2e_latency':0}", M);
+    test_edits("{'cache_n':2048,'prompt_n':13,'prompt_ms':21,"
+               "'predicted_n':3}", T);
 
     printf("# edits: %u objects, the fast path answered %u\n",
            (unsigned) test_tried, (unsigned) test_answered);
@@ -233,7 +318,7 @@ main(void)
  */
 
 static void
-test_edits(const char *json)
+test_edits(const char *json, ngx_uint_t object)
 {
     u_char      buf[512];
     size_t      len, i, k, n;
@@ -245,7 +330,7 @@ test_edits(const char *json)
     for (i = 0; i <= len; i++) {
 
         /* cut short */
-        test_same(buf, i);
+        test_same(buf, i, object);
 
         if (i == len) {
             break;
@@ -255,20 +340,20 @@ test_edits(const char *json)
             /* replaced */
             n = buf[i];
             buf[i] = test_bytes[k];
-            test_same(buf, len);
+            test_same(buf, len, object);
             buf[i] = (u_char) n;
 
             /* inserted */
             ngx_memmove(buf + i + 1, buf + i, len - i);
             buf[i] = test_bytes[k];
-            test_same(buf, len + 1);
+            test_same(buf, len + 1, object);
             ngx_memmove(buf + i, buf + i + 1, len - i);
         }
 
         /* removed */
         n = buf[i];
         ngx_memmove(buf + i, buf + i + 1, len - i - 1);
-        test_same(buf, len - 1);
+        test_same(buf, len - 1, object);
         ngx_memmove(buf + i + 1, buf + i, len - i - 1);
         buf[i] = (u_char) n;
     }
@@ -276,7 +361,7 @@ test_edits(const char *json)
 
 
 static ngx_uint_t
-test_same(u_char *p, size_t len)
+test_same(u_char *p, size_t len, ngx_uint_t object)
 {
     ngx_int_t                        rc[2];
     ngx_http_prefix_route_tokens_t   t[2];
@@ -284,7 +369,7 @@ test_same(u_char *p, size_t len)
     test_tried++;
 
     ngx_memzero(&t, sizeof(t));
-    rc[0] = ngx_http_prefix_route_usage_scan(p, p + len, &t[0]);
+    rc[0] = ngx_http_prefix_route_usage_scan(p, p + len, object, &t[0]);
 
     if (rc[0] == NGX_AGAIN) {
         return 1;
@@ -292,7 +377,7 @@ test_same(u_char *p, size_t len)
 
     test_answered++;
 
-    rc[1] = ngx_http_prefix_route_usage_json(p, p + len, &t[1]);
+    rc[1] = ngx_http_prefix_route_usage_json(p, p + len, object, &t[1]);
 
     if (rc[0] == rc[1]
         && (rc[0] != NGX_OK
@@ -319,8 +404,8 @@ test_same(u_char *p, size_t len)
  */
 
 static void
-test_scan(const char *name, const char *json, ngx_int_t fast, ngx_int_t rc,
-    uint64_t prompt, uint64_t cached)
+test_scan(const char *name, ngx_uint_t object, const char *json,
+    ngx_int_t fast, ngx_int_t rc, uint64_t prompt, uint64_t cached)
 {
     u_char                          *p;
     size_t                           len;
@@ -339,8 +424,8 @@ test_scan(const char *name, const char *json, ngx_int_t fast, ngx_int_t rc,
     test_quote(p, len);
 
     ngx_memzero(&t, sizeof(t));
-    got[0] = ngx_http_prefix_route_usage_scan(p, p + len, &t[0]);
-    got[1] = ngx_http_prefix_route_usage_json(p, p + len, &t[1]);
+    got[0] = ngx_http_prefix_route_usage_scan(p, p + len, object, &t[0]);
+    got[1] = ngx_http_prefix_route_usage_json(p, p + len, object, &t[1]);
 
     free(p);
 
