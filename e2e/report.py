@@ -161,7 +161,9 @@ def main():
                       "of prompt a token: %s.\n"
                       % (k, f["responses"], 100 * f["agreed"], f["predicted"],
                          f["reported"], f["under"], f["over"], f["dropped"],
-                         ", ".join("%s %s" % (m["name"], m["bytes_per_token"])
+                         ", ".join("%s %s" % (m["name"] or "(no model: "
+                                              "native /completion)",
+                                              m["bytes_per_token"])
                                    for m in f["models"])))
     md.append("\n| check | | measured |\n| --- | --- | --- |\n")
     for what, ok, txt in cs:
