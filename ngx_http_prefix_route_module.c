@@ -105,6 +105,8 @@ typedef struct {
                                                         files in it */
     unsigned                            foreign_salt:1; /* one the index
                                                         leaves out */
+    unsigned                            batch:1;     /* answers counted
+                                                        apart */
     unsigned                            read:1;      /* the response: done
                                                         or given up */
     unsigned                            reported:1;  /* cached tokens */
@@ -925,6 +927,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ctx->whole = x.whole;
     ctx->nontext = x.nontext;
     ctx->foreign_salt = x.foreign_salt;
+    ctx->batch = x.batch;
     ctx->key = x.key;
     ctx->key_len = x.key_len;
     ctx->model = x.model;
@@ -1911,7 +1914,13 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
          * headers_out.content_encoding, but compresses after this filter
          */
 
+        /*
+         * a batch's answers each count one prompt or sequence (SGLang's
+         * and llama.cpp's native APIs), not the prompt the index matched
+         */
+
         if (!ctx->conf->feedback
+            || ctx->batch
             || r->upstream == NULL
             || r->headers_out.status < 200
             || r->headers_out.status > 299

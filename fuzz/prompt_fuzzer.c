@@ -692,7 +692,7 @@ fuzz_usage_scan(u_char *p, u_char *last)
 {
     ngx_uint_t  object;
 
-    for (object = 0; object < NGX_HTTP_PREFIX_ROUTE_USAGE_OBJECTS; object++) {
+    for (object = 0; object < NGX_HTTP_PREFIX_ROUTE_COUNTS_KINDS; object++) {
         fuzz_usage_object(p, last, object);
     }
 }

@@ -99,8 +99,9 @@ typedef struct {
  * that tolerance, a server whose share of the index is at most max_load
  * percent of the mean, then the highest rank wins.  "expect": bytes the
  * usable server of the highest rank is expected to hold of a conversation
- * another nginx instance placed (its first answer unknown here), when the
- * index knows less there; 0: no guess.
+ * another nginx instance placed (its first answer unknown here), or with
+ * instances > 1 of a prompt without answers the others may have placed,
+ * when the index knows less there; 0: no guess.
  *
  * policy=cache_aware, the simple rule kept as a baseline: when the
  * servers' requests in flight differ by more than 15, the least

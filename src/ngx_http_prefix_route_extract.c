@@ -133,6 +133,7 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     x->nanswers = 0;
     x->whole = 0;
     x->nontext = 0;
+    x->batch = 0;
     x->foreign_salt = 0;
     x->json_error = 0;
     x->position = 0;
@@ -176,6 +177,7 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     pr.max_answers = x->max_answers;
     pr.nanswers = 0;
     pr.nontext = 0;
+    pr.batch = 0;
 
     /*
      * the fast path, for the commonest body in one memory buffer; what it
@@ -256,6 +258,7 @@ built:
     x->name_len = pr.name_len;
     x->nanswers = pr.nanswers;
     x->nontext = (pr.nontext > 0);
+    x->batch = (pr.batch > 0);
     x->nblocks = ngx_http_prefix_route_hash_blocks(pr.buf, pr.len, x->block,
                                                    pr.seed, x->hash,
                                                    x->max_prefix / x->block);

@@ -50,7 +50,7 @@ typedef enum {
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_EMPTY,     /* no body */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_BUDGET,    /* parsing needs more */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON,      /* not JSON jansson reads */
-    NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT, /* none of the four shapes */
+    NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT, /* none of the shapes */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY     /* no memory for buf, hash */
 } ngx_http_prefix_route_extract_e;
 
@@ -96,6 +96,8 @@ typedef struct {
     unsigned                          whole:1;    /* len < max_prefix */
     unsigned                          nontext:1;  /* images, audio, files
                                                      or tool use parts */
+    unsigned                          batch:1;    /* several prompts or
+                                                     sequences */
     unsigned                          foreign_salt:1; /* a cache_salt the
                                                      index does not key
                                                      by (cache_salt=off) */

@@ -35,6 +35,15 @@ ngx_http_prefix_route_hash_salt(uint64_t seed, u_char *salt, size_t salt_len)
 }
 
 
+uint64_t
+ngx_http_prefix_route_hash_key(uint64_t seed, ngx_uint_t key, u_char *value,
+    size_t len)
+{
+    /* one tag a key, apart from the salts' */
+    return XXH3_64bits_withSeed(value, len, seed ^ (0x6b00 + key));
+}
+
+
 ngx_uint_t
 ngx_http_prefix_route_hash_blocks(u_char *p, size_t len, size_t block,
     uint64_t seed, uint64_t *hash, ngx_uint_t max)

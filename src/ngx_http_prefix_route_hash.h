@@ -30,6 +30,20 @@ uint64_t ngx_http_prefix_route_hash_seed(u_char *model, size_t model_len,
 uint64_t ngx_http_prefix_route_hash_salt(uint64_t seed, u_char *salt,
     size_t salt_len);
 
+/* the members of a body beside cache_salt that key an engine's cache */
+#define NGX_HTTP_PREFIX_ROUTE_KEY_EXTRA  0     /* SGLang's extra_key */
+#define NGX_HTTP_PREFIX_ROUTE_KEY_LORA   1     /* SGLang's lora_path */
+
+/*
+ * Seed of a block chain whose engine keys its cache by one more member of
+ * the body (NGX_HTTP_PREFIX_ROUTE_KEY_*), folded in after the model and
+ * cache_salt, extra_key first: XXH3 64-bit of the member's value seeded
+ * with "seed" and the key, so that the same bytes under two keys, or as a
+ * salt, differ.
+ */
+uint64_t ngx_http_prefix_route_hash_key(uint64_t seed, ngx_uint_t key,
+    u_char *value, size_t len);
+
 /*
  * Cuts p[0 .. len) into full blocks of "block" bytes and hashes them as a
  * chain: hash[0] = XXH3_64(block 0, seed), hash[i] = XXH3_64(block i,

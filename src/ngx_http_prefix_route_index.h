@@ -19,8 +19,8 @@
  * Callers see block hashes, peer records and numbers; the index's entries
  * and holders stay inside ngx_http_prefix_route_index.c, and no pointer
  * to them outlives a call, so nothing a caller keeps can be freed under
- * it.  Every function below but init and peer expects the caller to hold
- * the zone mutex (idx->shpool->mutex).
+ * it.  Every function below but scratch, init and lock_master expects the
+ * caller to hold the zone mutex (idx->shpool->mutex).
  */
 
 
@@ -57,7 +57,8 @@ typedef struct {
     uint64_t                         prompt;    /* tokens reported */
     uint64_t                         cached;    /* of which cached */
     uint64_t                         predicted; /* cached, as predicted */
-    ngx_uint_t                       agreed;    /* within 16 tokens */
+    ngx_uint_t                       agreed;    /* within 16 tokens, or
+                                                   a block if more */
     ngx_uint_t                       under;     /* the engine held less */
     ngx_uint_t                       over;      /* the engine held more */
     ngx_uint_t                       dropped;   /* holders dropped for it */
@@ -312,9 +313,9 @@ ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
  * Longest-prefix lookup of a chain of n block hashes for the peers whose
  * slots "pos" maps to a position (pos[slot] < npeers; "npos" slots are
  * mapped, others are not candidates).  Sets match[i], in blocks, to the
- * number of leading blocks the peer at position i holds.
- * O(log n) tree lookups plus a walk of the matched blocks that visits
- * holders only where their number changes, at most "budget" of them:
+ * number of leading blocks the peer at position i holds.  One hash-table
+ * lookup a block plus a walk of the matched blocks that visits holders
+ * only where their number changes, at most "budget" of them:
  * peers not met by then keep 0 (counted in sh->capped).  Returns the
  * number of blocks of the longest indexed prefix.
  */
@@ -390,8 +391,8 @@ void ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
  * holders against sh's counts, each entry's children and holders, each
  * holder's entry and parent holder, each peer's blocks and LRU queue,
  * each tenant's entries and protected holders, and that a parent is more
- * recently used than its child.  O(entries +
- * holders); for tests and the status endpoint's "check" argument.  Logs
+ * recently used than its child.  O(n log n) in the holders, which it
+ * sorts; for tests and the status endpoint's "check" argument.  Logs
  * each kind of inconsistency found once, at alert level, and returns the
  * number found (0: consistent), or NGX_ERROR when "pool" has no memory
  * for the walk.

@@ -30,8 +30,9 @@
  *   - its health: "fails" probes failed in a row (no connection, no
  *     answer within the timeout, not HTTP, a status other than 2xx) pass
  *     the server over, as if "down", until a probe is answered;
- *   - a counter that only a restart lowers: when it falls, the engine's
- *     cache is empty, and the index forgets the server's blocks.
+ *   - a counter that only a restart lowers: when it falls below half its
+ *     last reading, the engine's cache is empty, and the index forgets
+ *     the server's blocks.
  */
 
 

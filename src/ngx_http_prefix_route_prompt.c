@@ -37,6 +37,8 @@ typedef struct {
 } ngx_http_prefix_route_walk_t;
 
 
+static void ngx_http_prefix_route_prompt_native(
+    ngx_http_prefix_route_walk_t *w, json_t *root, json_t *text);
 static void ngx_http_prefix_route_prompt_chat(ngx_http_prefix_route_walk_t *w,
     json_t *root, json_t *messages);
 static void ngx_http_prefix_route_prompt_legacy(
@@ -91,6 +93,7 @@ ngx_http_prefix_route_prompt_build(json_t *root,
     pr->len = 0;
     pr->nanswers = 0;
     pr->nontext = 0;
+    pr->batch = 0;
     pr->key = 0;
     pr->seed = 0;
 
@@ -126,16 +129,7 @@ ngx_http_prefix_route_prompt_build(json_t *root,
 
     } else if (json_is_string(text) || json_is_array(text)) {
         /* SGLang's native /generate: the prompt rendered, or a batch */
-        ngx_http_prefix_route_prompt_legacy(&w, text);
-
-        /* images, audio or video beside it: tokens that are not its bytes */
-
-        pr->nontext +=
-                (ngx_http_prefix_route_prompt_get(root, "image_data") != NULL)
-                + (ngx_http_prefix_route_prompt_get(root, "audio_data")
-                   != NULL)
-                + (ngx_http_prefix_route_prompt_get(root, "video_data")
-                   != NULL);
+        ngx_http_prefix_route_prompt_native(&w, root, text);
 
     } else if (json_is_string(inputs)) {
         /* TGI's native /generate and /generate_stream */
@@ -152,6 +146,48 @@ ngx_http_prefix_route_prompt_build(json_t *root,
     ngx_http_prefix_route_prompt_seed(root, pr);
 
     return NGX_OK;
+}
+
+
+/*
+ * SGLang's /generate: its images, audio and video first, by identity, as
+ * content parts are (the engine puts them at the text's placeholders,
+ * and its cache differs from there on: before the text, two prompts with
+ * other media never share a block), then the text.  Its parallel sampling
+ * (sampling_params.n) answers once a sequence, as a batch does.
+ */
+
+static void
+ngx_http_prefix_route_prompt_native(ngx_http_prefix_route_walk_t *w,
+    json_t *root, json_t *text)
+{
+    json_t      *v;
+    ngx_uint_t   i;
+
+    static char  *media[] = { "image_data", "audio_data", "video_data" };
+
+    for (i = 0; i < sizeof(media) / sizeof(media[0]) && !w->stop; i++) {
+        v = ngx_http_prefix_route_prompt_get(root, media[i]);
+
+        if (v != NULL) {
+            ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_RS);
+            ngx_http_prefix_route_prompt_text(w, (u_char *) media[i],
+                                              ngx_strlen(media[i]));
+            ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_US);
+            ngx_http_prefix_route_prompt_byte(w, 'c');
+            ngx_http_prefix_route_prompt_part(w, v);
+        }
+    }
+
+    v = json_object_get(ngx_http_prefix_route_prompt_get(root,
+                                                         "sampling_params"),
+                        "n");
+
+    if (json_is_integer(v) && json_integer_value(v) > 1) {
+        w->pr->batch = 1;
+    }
+
+    ngx_http_prefix_route_prompt_legacy(w, text);
 }
 
 
@@ -195,7 +231,7 @@ static void
 ngx_http_prefix_route_prompt_legacy(ngx_http_prefix_route_walk_t *w,
     json_t *prompt)
 {
-    size_t   i, n;
+    size_t   i, n, k;
     json_t  *v;
 
     if (!json_is_array(prompt)) {
@@ -206,10 +242,15 @@ ngx_http_prefix_route_prompt_legacy(ngx_http_prefix_route_walk_t *w,
     }
 
     n = json_array_size(prompt);
+    k = 0;
 
     for (i = 0; i < n && !w->stop; i++) {
         v = json_array_get(prompt, i);
         w->pr->nontext += !json_is_string(v);
+
+        /* prompts in a list, not token ids: the engine counts each apart */
+        k += json_is_string(v) || json_is_array(v);
+        w->pr->batch |= (k > 1);
 
         ngx_http_prefix_route_prompt_segment(w, "prompt", v, 0);
         ngx_http_prefix_route_prompt_key(w);
@@ -667,10 +708,13 @@ static void
 ngx_http_prefix_route_prompt_seed(json_t *root,
     ngx_http_prefix_route_prompt_t *pr)
 {
-    char         *model_json, *salt_json;
-    size_t        model_len, salt_len;
-    u_char       *model, *salt;
+    char         *model_json, *salt_json, *key_json;
+    size_t        model_len, salt_len, key_len;
+    u_char       *model, *salt, *key;
+    ngx_uint_t    i;
     json_free_t   free_fn;
+
+    static char  *keys[] = { "extra_key", "lora_path" };
 
     model_json = ngx_http_prefix_route_prompt_bytes(
                      ngx_http_prefix_route_prompt_get(root, "model"),
@@ -689,13 +733,30 @@ ngx_http_prefix_route_prompt_seed(json_t *root,
                                                salt_len);
     pr->model = ngx_http_prefix_route_hash_seed(model, model_len, NULL, 0);
 
+    json_get_alloc_funcs(NULL, &free_fn);
+
+    /* SGLang keys its cache by these too (NGX_HTTP_PREFIX_ROUTE_KEY_*) */
+
+    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        key_json = ngx_http_prefix_route_prompt_bytes(
+                       ngx_http_prefix_route_prompt_get(root, keys[i]),
+                       &key, &key_len);
+
+        if (key != NULL) {
+            pr->seed = ngx_http_prefix_route_hash_key(pr->seed, i, key,
+                                                      key_len);
+        }
+
+        if (key_json != NULL) {
+            free_fn(key_json);
+        }
+    }
+
     if (pr->name != NULL && pr->name_size > 0) {
         pr->name_len = ngx_min(model_len, pr->name_size - 1);
         ngx_memcpy(pr->name, model, pr->name_len);
         pr->name[pr->name_len] = '\0';
     }
-
-    json_get_alloc_funcs(NULL, &free_fn);
 
     if (model_json != NULL) {
         free_fn(model_json);

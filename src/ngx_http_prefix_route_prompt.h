@@ -38,8 +38,12 @@ typedef struct {
     ngx_uint_t   max_answers;
     ngx_uint_t   nanswers;
     ngx_uint_t   nontext; /* parts written by identity (images, audio,
-                             files, tool use): the engine's tokens for
-                             them do not follow their bytes */
+                             video, files, tool use) and token ids: the
+                             engine's tokens for them do not follow
+                             their bytes */
+    ngx_uint_t   batch;   /* several prompts, or sequences, in one
+                             request: an engine's native answer counts
+                             each apart */
 } ngx_http_prefix_route_prompt_t;
 
 

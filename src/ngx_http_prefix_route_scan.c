@@ -222,6 +222,15 @@ static ngx_str_t  ngx_http_prefix_route_scan_before[] = {
     ngx_string("tools"), ngx_string("functions"), ngx_string("system")
 };
 
+/*
+ * the members that seed the chain, strings without escapes read once:
+ * the model, cache_salt, then NGX_HTTP_PREFIX_ROUTE_KEY_* in their order
+ */
+static ngx_str_t  ngx_http_prefix_route_scan_seeds[] = {
+    ngx_string("model"), ngx_string("cache_salt"), ngx_string("extra_key"),
+    ngx_string("lora_path")
+};
+
 
 ngx_int_t
 ngx_http_prefix_route_scan(u_char *p, size_t len,
@@ -229,13 +238,14 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 {
     ngx_int_t                       rc;
     ngx_uint_t                      i, seen;
-    ngx_http_prefix_route_span_t    key, model, salt;
+    ngx_http_prefix_route_span_t    key, seeds[4], *sp;
     ngx_http_prefix_route_scan_t    s;
     ngx_http_prefix_route_field_t   before[3], *f;
 
     pr->len = 0;
     pr->nanswers = 0;
     pr->nontext = 0;    /* such parts are left to jansson */
+    pr->batch = 0;      /* and bodies that may be batches */
     pr->key = 0;
     pr->seed = 0;
 
@@ -252,9 +262,8 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     s.pinned = 0;
     s.norder = 0;
 
-    model.data = NULL;
-    salt.data = NULL;
     seen = 0;
+    ngx_memzero(seeds, sizeof(seeds));
     ngx_memzero(before, sizeof(before));
 
     ngx_http_prefix_route_scan_ws(&s);
@@ -269,12 +278,21 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
         }
 
         f = NULL;
+        sp = NULL;
 
         for (i = 0; i < 3; i++) {
             if (ngx_http_prefix_route_scan_eq(&key,
                                       &ngx_http_prefix_route_scan_before[i]))
             {
                 f = &before[i];
+            }
+        }
+
+        for (i = 0; i < 4; i++) {
+            if (ngx_http_prefix_route_scan_eq(&key,
+                                      &ngx_http_prefix_route_scan_seeds[i]))
+            {
+                sp = &seeds[i];
             }
         }
 
@@ -301,28 +319,14 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
                 return NGX_DECLINED;
             }
 
-        } else if (ngx_http_prefix_route_scan_is(&key, "model")
-                   || ngx_http_prefix_route_scan_is(&key, "cache_salt"))
-        {
+        } else if (sp != NULL) {
+
             /* a string without escapes, once: its bytes seed the chain */
 
-            if (s.p == s.last || *s.p != '"') {
-                return NGX_DECLINED;
-            }
-
-            if (key.len == 5) {
-                if (model.data != NULL
-                    || ngx_http_prefix_route_scan_string(&s, &model)
-                       != NGX_OK
-                    || model.escaped)
-                {
-                    return NGX_DECLINED;
-                }
-
-            } else if (salt.data != NULL
-                       || ngx_http_prefix_route_scan_string(&s, &salt)
-                          != NGX_OK
-                       || salt.escaped)
+            if (s.p == s.last || *s.p != '"'
+                || sp->data != NULL
+                || ngx_http_prefix_route_scan_string(&s, sp) != NGX_OK
+                || sp->escaped)
             {
                 return NGX_DECLINED;
             }
@@ -359,19 +363,27 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 
     /* as ngx_http_prefix_route_prompt_seed(): no model is "" */
 
-    if (model.data == NULL) {
-        model.data = (u_char *) "";
-        model.len = 0;
+    if (seeds[0].data == NULL) {
+        seeds[0].data = (u_char *) "";
+        seeds[0].len = 0;
     }
 
-    pr->seed = ngx_http_prefix_route_hash_seed(model.data, model.len,
-                                               salt.data, salt.len);
-    pr->model = ngx_http_prefix_route_hash_seed(model.data, model.len,
+    pr->seed = ngx_http_prefix_route_hash_seed(seeds[0].data, seeds[0].len,
+                                               seeds[1].data, seeds[1].len);
+    pr->model = ngx_http_prefix_route_hash_seed(seeds[0].data, seeds[0].len,
                                                 NULL, 0);
 
+    for (i = 2; i < 4; i++) {
+        if (seeds[i].data != NULL) {
+            pr->seed = ngx_http_prefix_route_hash_key(pr->seed, i - 2,
+                                                      seeds[i].data,
+                                                      seeds[i].len);
+        }
+    }
+
     if (pr->name != NULL && pr->name_size > 0) {
-        pr->name_len = ngx_min(model.len, pr->name_size - 1);
-        ngx_memcpy(pr->name, model.data, pr->name_len);
+        pr->name_len = ngx_min(seeds[0].len, pr->name_size - 1);
+        ngx_memcpy(pr->name, seeds[0].data, pr->name_len);
         pr->name[pr->name_len] = '\0';
     }
 

@@ -45,13 +45,13 @@ typedef struct {
  * reads are declined on purpose (escaped keys, numbers with an exponent or
  * more than 18 digits, real numbers in a serialised value, nesting deeper
  * than 32, a member the walk reads given twice, non-text content parts,
- * Responses and legacy bodies; docs/design.md lists them): the fast path
- * never accepts a body jansson refuses.  The fuzzer checks both claims
- * (fuzz/prompt_fuzzer.c).  Never allocates: the values written as canonical
- * JSON are put on a static tape of 8192 nodes as they are checked (the
- * tools, functions and system values, and one message's at a time), their
- * objects' members sorted through an array of 256 on the stack; more are
- * declined.  Not
+ * Responses, legacy and native bodies; docs/design.md lists them): the
+ * fast path never accepts a body jansson refuses.  The fuzzer checks both
+ * claims (fuzz/prompt_fuzzer.c).  Never allocates: the values written as
+ * canonical JSON are put on a static tape of 8192 nodes as they are
+ * checked (the tools, functions and system values, and one message's at a
+ * time), their objects' members sorted through an array of 256 on the
+ * stack; more are declined.  Not
  * reentrant (the tape): one body at a time, as a worker reads them.
  */
 ngx_int_t ngx_http_prefix_route_scan(u_char *p, size_t len,

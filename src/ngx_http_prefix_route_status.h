@@ -15,8 +15,9 @@
 
 /*
  * The content handler of "prefix_route_status": the figures of every
- * upstream that uses prefix_route, as JSON, or in Prometheus text format
- * with "?format=prometheus".  Hashes, lengths and counters only, never
+ * upstream that uses prefix_route, as JSON, in Prometheus text format
+ * with "?format=prometheus", or as an HTML page with "?format=html" or to
+ * a browser that accepts text/html.  Hashes, lengths and counters only, never
  * prompt text.  Returns an HTTP status or NGX_ERROR, as content handlers
  * do: 405 for methods other than GET and HEAD, 400 for an unknown format.
  */

@@ -12,7 +12,7 @@
 #include "ngx_http_prefix_route_usage.h"
 
 
-/* "usage" objects tried at most in each of the head and the tail */
+/* objects of each kind tried at most in each of the head and the tail */
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_TRIES  8
 
 /* the members read, by their keys' places below */
@@ -79,18 +79,20 @@ static ngx_int_t ngx_http_prefix_route_usage_count(
 
 /*
  * The objects that hold the counts, as quoted keys, in the order tried
- * (ngx_http_prefix_route_usage_object_e), and the keys of the members read
+ * (ngx_http_prefix_route_counts_in_e), and the keys of the members read
  * in each: the counts, then the details objects whose cached_tokens are
  * read (ngx_http_prefix_route_counts_t); an empty key is not read.
  */
-static ngx_str_t  ngx_http_prefix_route_usage_objects[] = {
+static ngx_str_t  ngx_http_prefix_route_usage_objects
+    [NGX_HTTP_PREFIX_ROUTE_COUNTS_KINDS] =
+{
     ngx_string("\"usage\""),
     ngx_string("\"meta_info\""),
     ngx_string("\"timings\"")
 };
 
 static ngx_str_t  ngx_http_prefix_route_usage_keys
-    [NGX_HTTP_PREFIX_ROUTE_USAGE_OBJECTS][NGX_HTTP_PREFIX_ROUTE_USAGE_KEYS] =
+    [NGX_HTTP_PREFIX_ROUTE_COUNTS_KINDS][NGX_HTTP_PREFIX_ROUTE_USAGE_KEYS] =
 {
     /* OpenAI's APIs, the engines' OpenAI-compatible ones, Anthropic's */
     { ngx_string("prompt_tokens"),
@@ -199,7 +201,7 @@ ngx_http_prefix_route_usage_find(u_char *start, size_t len,
 {
     ngx_uint_t  object;
 
-    for (object = 0; object < NGX_HTTP_PREFIX_ROUTE_USAGE_OBJECTS; object++) {
+    for (object = 0; object < NGX_HTTP_PREFIX_ROUTE_COUNTS_KINDS; object++) {
         if (ngx_http_prefix_route_usage_object(start, len, backward, object,
                                                t)
             == NGX_OK)
@@ -500,7 +502,7 @@ ngx_http_prefix_route_usage_tokens(ngx_http_prefix_route_counts_t *f,
 
         /* SGLang's native meta_info has its cached_tokens in place */
 
-        cached = (object == NGX_HTTP_PREFIX_ROUTE_USAGE_META_INFO)
+        cached = (object == NGX_HTTP_PREFIX_ROUTE_COUNTS_IN_META_INFO)
                  ? &f->count[NGX_HTTP_PREFIX_ROUTE_USAGE_CACHED]
                  : &f->count[NGX_HTTP_PREFIX_ROUTE_USAGE_COUNTS];
 
@@ -515,7 +517,7 @@ ngx_http_prefix_route_usage_tokens(ngx_http_prefix_route_counts_t *f,
         read = &f->count[NGX_HTTP_PREFIX_ROUTE_USAGE_READ];
         made = &f->count[NGX_HTTP_PREFIX_ROUTE_USAGE_MADE];
 
-        if (object == NGX_HTTP_PREFIX_ROUTE_USAGE_TIMINGS
+        if (object == NGX_HTTP_PREFIX_ROUTE_COUNTS_IN_TIMINGS
             && read->kind != NGX_HTTP_PREFIX_ROUTE_COUNT_INTEGER)
         {
             /* llama.cpp's prompt_n alone: the tokens computed, not all */

@@ -32,11 +32,11 @@
 
 /* the objects that hold an engine's counts, in the order they are tried */
 typedef enum {
-    NGX_HTTP_PREFIX_ROUTE_USAGE_OBJECT = 0,    /* "usage" */
-    NGX_HTTP_PREFIX_ROUTE_USAGE_META_INFO,     /* SGLang's native API */
-    NGX_HTTP_PREFIX_ROUTE_USAGE_TIMINGS,       /* llama.cpp's native API */
-    NGX_HTTP_PREFIX_ROUTE_USAGE_OBJECTS
-} ngx_http_prefix_route_usage_object_e;
+    NGX_HTTP_PREFIX_ROUTE_COUNTS_IN_USAGE = 0,     /* "usage" */
+    NGX_HTTP_PREFIX_ROUTE_COUNTS_IN_META_INFO,     /* SGLang's native API */
+    NGX_HTTP_PREFIX_ROUTE_COUNTS_IN_TIMINGS,       /* llama.cpp's native API */
+    NGX_HTTP_PREFIX_ROUTE_COUNTS_KINDS
+} ngx_http_prefix_route_counts_in_e;
 
 
 typedef struct {

@@ -383,15 +383,18 @@ my $common = length "$::RS" . "user$::US" . "c$a";                      # 1007
 
 
 
-=== TEST 22: SGLang's native /generate: "text" is the prompt, the same prompt as legacy completions' for the same text
+=== TEST 22: SGLang's native /generate: "text" is the prompt, the same prompt as legacy completions' for the same text; a model named is another chain
 --- config eval: PrefixRoute::proxy(path => '~ ^/(?:v1/|generate$)', routes => 1)
 --- request eval
 my $sglang = qq|{"text":"$::DOC","sampling_params":{"max_new_tokens":16},"stream":true}|;
 my $legacy = qq|{"prompt":"$::DOC","max_tokens":16}|;
-[::post("/generate", $sglang), ::post("/v1/completions", $legacy), "GET /routes"]
+my $named = qq|{"model":"m","prompt":"$::DOC","max_tokens":16}|;
+[::post("/generate", $sglang), ::post("/v1/completions", $legacy),
+ ::post("/v1/completions", $named), "GET /routes"]
 --- response_headers eval
-["X-Prefix-Route: MISS 0 609", "X-Prefix-Route: HIT 576 609", ""]
---- response_body_like eval: $::SameBackendTwice
+["X-Prefix-Route: MISS 0 609", "X-Prefix-Route: HIT 576 609", "X-Prefix-Route: MISS 0 609", ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 3, qr/\A(b[1-4]) MISS 0 609\n\1 HIT 576 609\nb[1-4] MISS 0 609\n\z/]
 
 
 
@@ -404,3 +407,32 @@ my $sglang = qq|{"text":"$::DOC","sampling_params":{"max_new_tokens":16}}|;
 --- response_headers eval
 ["X-Prefix-Route: MISS 0 609", "X-Prefix-Route: HIT 576 609", ""]
 --- response_body_like eval: $::SameBackendTwice
+
+
+
+=== TEST 24: SGLang's image_data goes before the text by identity: the same text with another image is a MISS, with the same image a HIT
+--- config eval: PrefixRoute::proxy(path => '~ ^/(?:v1/|generate$)', routes => 1)
+--- request eval
+my @body = map { qq|{"text":"$::DOC","image_data":"http://img/$_.png"}| } "a", "b", "a";
+[(map { ::post("/generate", $_) } @body), "GET /routes"]
+--- response_headers eval
+# the text's 609 bytes after RS "image_data" US "c" FS, the digest and the URL's JSON
+my $len = 609 + length("$::RS" . "image_data$::US" . "c$::FS$::DIGEST" . '"http://img/a.png"');
+die "unexpected length" unless $len == 657;
+["X-Prefix-Route: MISS 0 $len", "X-Prefix-Route: MISS 0 $len",
+ "X-Prefix-Route: HIT " . ::full_blocks($len) . " $len", ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 3, qr/\A(b[1-4]) MISS 0 (\d+)\nb[1-4] MISS 0 \2\n\1 HIT \d+ \2\n\z/]
+
+
+
+=== TEST 25: SGLang's extra_key and lora_path key the prompt as cache_salt does: another key is a MISS, the first again a HIT
+--- config eval: PrefixRoute::proxy(path => '~ ^/(?:v1/|generate$)', routes => 1)
+--- request eval
+my @body = map { qq|{"text":"$::DOC",$_}| }
+               '"extra_key":"t1"', '"extra_key":"t2"', '"lora_path":"t1"', '"extra_key":"t1"';
+[(map { ::post("/generate", $_) } @body), "GET /routes"]
+--- response_headers eval
+[("X-Prefix-Route: MISS 0 609") x 3, "X-Prefix-Route: HIT 576 609", ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 4, qr/\A(b[1-4]) MISS 0 609\n(?:b[1-4] MISS 0 609\n){2}\1 HIT 576 609\n\z/]

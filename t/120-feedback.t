@@ -412,3 +412,14 @@ X-Tenant: t1
  '"timings":\{"cache_n":48,', '"prompt_n":62,',
  '\A96\n48\n-\n\z',
  '"feedback_responses":2,"reported_prompt_tokens":230,"reported_cached_tokens":144,']
+
+
+
+=== TEST 17: a batch (several texts, or SGLang's parallel sampling) is not read: its native answers count each sequence apart
+--- request eval
+my $t = ::text("batch", 300);
+[qq|POST /v1/sglang\n{"text":"$t"}|, qq|POST /v1/sglang\n{"text":["$t","$t b"]}|,
+ qq|POST /v1/sglang\n{"text":"$t","sampling_params":{"n":2}}|, "GET /fb", "GET /status"]
+--- response_body_like eval
+['\Adata: ', '\Adata: ', '\Adata: ', '\A96\n-\n-\n\z',
+ '"feedback_responses":1,"reported_prompt_tokens":120,"reported_cached_tokens":96,']

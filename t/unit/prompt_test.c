@@ -53,8 +53,10 @@ typedef struct {
     size_t      biggest;    /* largest jansson allocation during the call */
     ngx_uint_t  allocs;     /* jansson allocations during the call */
     uint64_t    seed;
+    uint64_t    model;
     ngx_uint_t  nanswers;
     ngx_uint_t  nontext;
+    ngx_uint_t  batch;
     size_t      answers[2 * 4];  /* assistant messages: [start, end) */
     u_char      buf[TEST_SIZE + 16];
     ngx_int_t   fast;       /* the fast path's answer for the same body */
@@ -331,8 +333,10 @@ test_build_json(json_t *root, size_t size, test_out_t *out)
     out->len = pr.len;
     out->key = pr.key;
     out->seed = pr.seed;
+    out->model = pr.model;
     out->nanswers = pr.nanswers;
     out->nontext = pr.nontext;
+    out->batch = pr.batch;
 
     if (out->buf[size] != TEST_CANARY) {
         printf("Bail out! wrote past the prefix cap of %d bytes\n", (int) size);
@@ -569,7 +573,7 @@ main(void)
     json_t      *root, *v, *part;
     size_t       i;
     u_char      *big;
-    test_out_t   out, out2;
+    test_out_t   out, out2, out3;
     u_char       want[TEST_SIZE];
 
     json_set_alloc_funcs(test_malloc, test_free);
@@ -917,9 +921,47 @@ main(void)
                &out2);
     test_ok(out.rc == NGX_OK && out.nontext == 0
             && out2.rc == NGX_OK && out2.nontext == 1
-            && out.len == out2.len,
-            "sglang: image_data beside the text is not text, and leaves "
-            "the prompt as it is");
+            && out2.buf[0] == (u_char) RS[0]
+            && ngx_memcmp(out2.buf + 1, "image_data", 10) == 0
+            && out2.len > out.len
+            && ngx_memcmp(out2.buf + out2.len - out.len, out.buf, out.len)
+               == 0,
+            "sglang: image_data is a segment by identity before the text, "
+            "and not text");
+
+    test_build("{'text':'ab','image_data':'http://x/a.png'}", TEST_SIZE,
+               &out);
+    test_build("{'text':'ab','image_data':'http://x/b.png'}", TEST_SIZE,
+               &out2);
+    test_ok(out.len == out2.len && out.buf[11] == out2.buf[11]
+            && ngx_memcmp(out.buf, out2.buf, 15) != 0,
+            "sglang: another image differs within its digest, before the "
+            "text");
+
+    test_is("sglang: audio and video after the image, each by identity",
+            "{'video_data':'v','text':'t','audio_data':'a'}",
+            RS "audio_data" US "c" FS DG "'a'"
+            RS "video_data" US "c" FS DG "'v'"
+            RS "prompt" US "c" "t");
+
+    test_build("{'text':['a','b']}", TEST_SIZE, &out);
+    test_build("{'text':'a','sampling_params':{'n':2}}", TEST_SIZE, &out2);
+    test_ok(out.batch && out2.batch,
+            "sglang: a batch of texts, and parallel sampling, are batches");
+
+    test_build("{'prompt':[1,2,3]}", TEST_SIZE, &out);
+    test_build("{'prompt':['a']}", TEST_SIZE, &out2);
+    test_build("{'prompt':[[1,2],[3]]}", TEST_SIZE, &out3);
+    test_ok(!out.batch && !out2.batch && out3.batch,
+            "legacy: token ids and one prompt in a list are no batch, two "
+            "token lists are");
+
+    test_build("{'text':'a','sampling_params':{'n':1}}", TEST_SIZE, &out);
+    test_build("{'messages':[{'role':'user','content':'a'}],'n':4}",
+               TEST_SIZE, &out2);
+    test_ok(!out.batch && !out2.batch,
+            "one sequence, and OpenAI's n (one usage for the request), are "
+            "no batch");
 
     test_is("responses: tools, instructions, message and other items",
             "{'model':'m','instructions':'I',"
@@ -1321,6 +1363,30 @@ main(void)
     test_build("{'model':'a','cache_salt':'y','prompt':'x'}",
                TEST_SIZE, &out2);
     test_ok(out.seed != out2.seed, "seed: differs by cache_salt");
+
+    test_build("{'text':'x','extra_key':'t1'}", TEST_SIZE, &out);
+    test_build("{'text':'x','extra_key':'t2'}", TEST_SIZE, &out2);
+    test_build("{'text':'x'}", TEST_SIZE, &out3);
+    test_ok(out.seed != out2.seed && out.seed != out3.seed
+            && out2.seed != out3.seed && out.model == out3.model,
+            "seed: differs by SGLang's extra_key, the model's does not");
+
+    test_build("{'text':'x','lora_path':'a'}", TEST_SIZE, &out);
+    test_build("{'text':'x','lora_path':'b'}", TEST_SIZE, &out2);
+    test_ok(out.seed != out2.seed && out.seed != out3.seed,
+            "seed: differs by SGLang's lora_path");
+
+    test_build("{'text':'x','extra_key':'k'}", TEST_SIZE, &out);
+    test_build("{'text':'x','lora_path':'k'}", TEST_SIZE, &out2);
+    test_build("{'text':'x','cache_salt':'k'}", TEST_SIZE, &out3);
+    test_ok(out.seed != out2.seed && out.seed != out3.seed
+            && out2.seed != out3.seed,
+            "seed: the same bytes as extra_key, lora_path and cache_salt "
+            "differ");
+
+    test_fast("seed: the fast path reads extra_key and lora_path as jansson",
+              "{'lora_path':'ad1','model':'m','messages':[{'role':'user',"
+              "'content':'q'}],'extra_key':'t1'}");
 
     test_build("{'model':'a','prompt':'x'}", TEST_SIZE, &out);
     test_build("{'model':'a','cache_salt':'','prompt':'x'}",

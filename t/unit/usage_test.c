@@ -23,9 +23,9 @@
 #define TEST_NONE  ((uint64_t) -1)      /* no cached figure expected */
 
 /* the objects that hold counts */
-#define U  NGX_HTTP_PREFIX_ROUTE_USAGE_OBJECT
-#define M  NGX_HTTP_PREFIX_ROUTE_USAGE_META_INFO
-#define T  NGX_HTTP_PREFIX_ROUTE_USAGE_TIMINGS
+#define U  NGX_HTTP_PREFIX_ROUTE_COUNTS_IN_USAGE
+#define M  NGX_HTTP_PREFIX_ROUTE_COUNTS_IN_META_INFO
+#define T  NGX_HTTP_PREFIX_ROUTE_COUNTS_IN_TIMINGS
 
 
 static void test_usage(const char *name, const char *pre, size_t filler,
@@ -193,7 +193,10 @@ main(void)
         "{'usage':{'prompt_tokens':5,'prompt_tokens':7}}", 0, "",
         NGX_OK, 7, TEST_NONE);
 
-    /* the fast path decides the engines' objects, jansson the odd ones */
+    /*
+     * the fast path decides the engines' usage objects, jansson the odd
+     * ones, and the native objects, which hold real numbers (latencies)
+     */
 
     test_scan("vLLM's usage: the fast path reads it", U,
         "{'prompt_tokens':4100,'completion_tokens':24,'total_tokens':4124,"
