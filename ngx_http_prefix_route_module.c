@@ -1911,10 +1911,7 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
         /*
          * the engine's encoding, not the client's: nginx's own gzip sets
-         * headers_out.content_encoding, but compresses after this filter
-         */
-
-        /*
+         * headers_out.content_encoding, but compresses after this filter;
          * a batch's answers each count one prompt or sequence (SGLang's
          * and llama.cpp's native APIs), not the prompt the index matched
          */
