@@ -31,8 +31,11 @@ uint64_t ngx_http_prefix_route_hash_salt(uint64_t seed, u_char *salt,
     size_t salt_len);
 
 /* the members of a body beside cache_salt that key an engine's cache */
-#define NGX_HTTP_PREFIX_ROUTE_KEY_EXTRA  0     /* SGLang's extra_key */
-#define NGX_HTTP_PREFIX_ROUTE_KEY_LORA   1     /* SGLang's lora_path */
+#define NGX_HTTP_PREFIX_ROUTE_KEY_EXTRA     0  /* SGLang's extra_key */
+#define NGX_HTTP_PREFIX_ROUTE_KEY_LORA      1  /* SGLang's lora_path */
+#define NGX_HTTP_PREFIX_ROUTE_KEY_TEMPLATE  2  /* vLLM's chat_template: the
+                                                  request's own, which
+                                                  renders all of it */
 
 /*
  * Seed of a block chain whose engine keys its cache by one more member of

@@ -714,7 +714,7 @@ ngx_http_prefix_route_prompt_seed(json_t *root,
     ngx_uint_t    i;
     json_free_t   free_fn;
 
-    static char  *keys[] = { "extra_key", "lora_path" };
+    static char  *keys[] = { "extra_key", "lora_path", "chat_template" };
 
     model_json = ngx_http_prefix_route_prompt_bytes(
                      ngx_http_prefix_route_prompt_get(root, "model"),
@@ -735,7 +735,7 @@ ngx_http_prefix_route_prompt_seed(json_t *root,
 
     json_get_alloc_funcs(NULL, &free_fn);
 
-    /* SGLang keys its cache by these too (NGX_HTTP_PREFIX_ROUTE_KEY_*) */
+    /* the engines key their cache by these too (NGX_HTTP_PREFIX_ROUTE_KEY_*) */
 
     for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
         key_json = ngx_http_prefix_route_prompt_bytes(

@@ -228,8 +228,11 @@ static ngx_str_t  ngx_http_prefix_route_scan_before[] = {
  */
 static ngx_str_t  ngx_http_prefix_route_scan_seeds[] = {
     ngx_string("model"), ngx_string("cache_salt"), ngx_string("extra_key"),
-    ngx_string("lora_path")
+    ngx_string("lora_path"), ngx_string("chat_template")
 };
+
+#define NGX_HTTP_PREFIX_ROUTE_SEEDS                                          \
+    (sizeof(ngx_http_prefix_route_scan_seeds) / sizeof(ngx_str_t))
 
 
 ngx_int_t
@@ -238,7 +241,8 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 {
     ngx_int_t                       rc;
     ngx_uint_t                      i, seen;
-    ngx_http_prefix_route_span_t    key, seeds[4], *sp;
+    ngx_http_prefix_route_span_t    key, seeds[NGX_HTTP_PREFIX_ROUTE_SEEDS],
+                                   *sp;
     ngx_http_prefix_route_scan_t    s;
     ngx_http_prefix_route_field_t   before[3], *f;
 
@@ -288,7 +292,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
             }
         }
 
-        for (i = 0; i < 4; i++) {
+        for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_SEEDS; i++) {
             if (ngx_http_prefix_route_scan_eq(&key,
                                       &ngx_http_prefix_route_scan_seeds[i]))
             {
@@ -373,7 +377,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     pr->model = ngx_http_prefix_route_hash_seed(seeds[0].data, seeds[0].len,
                                                 NULL, 0);
 
-    for (i = 2; i < 4; i++) {
+    for (i = 2; i < NGX_HTTP_PREFIX_ROUTE_SEEDS; i++) {
         if (seeds[i].data != NULL) {
             pr->seed = ngx_http_prefix_route_hash_key(pr->seed, i - 2,
                                                       seeds[i].data,

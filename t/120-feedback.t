@@ -139,6 +139,14 @@ sub ask_salted {
     return $req;
 }
 
+# ask() with a chat template of its own (vLLM's "chat_template")
+sub ask_templated {
+    my ($path, $tag) = @_;
+    my $req = ask($path, $tag);
+    $req =~ s/"model":"m"/"chat_template":"{{ messages }}","model":"m"/ or die;
+    return $req;
+}
+
 # a request of a prompt of its own to /v1/json with the model $model, a
 # JSON string
 sub modeled {
@@ -423,3 +431,19 @@ my $t = ::text("batch", 300);
 --- response_body_like eval
 ['\Adata: ', '\Adata: ', '\Adata: ', '\A96\n-\n-\n\z',
  '"feedback_responses":1,"reported_prompt_tokens":120,"reported_cached_tokens":96,']
+
+
+
+=== TEST 18: feedback=correct: a request with a chat template of its own is a chain of its own, so the engine holding none of it drops nothing
+As TEST 7, but b's third request asks for its own chat_template, which
+the engine renders otherwise: it is a MISS, and a stays a HIT.
+--- http_config eval
+::upstream("zone=llm:1m feedback=correct", 1) . $::Engine . $::Log
+--- request eval
+[::ask("cold", "a"), ::ask("slow", "b"), ::ask_templated("cold", "b"), ::ask("warm", "a"),
+ "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+",
+ "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
+--- response_body_like eval
+["", "", "", "", '"feedback_under":0,"feedback_over":\d+,"feedback_dropped":0,']

@@ -1388,6 +1388,20 @@ main(void)
               "{'lora_path':'ad1','model':'m','messages':[{'role':'user',"
               "'content':'q'}],'extra_key':'t1'}");
 
+    test_build("{'model':'m','messages':[{'role':'user','content':'q'}],"
+               "'chat_template':'{{ messages }}'}", TEST_SIZE, &out);
+    test_build("{'model':'m','messages':[{'role':'user','content':'q'}]}",
+               TEST_SIZE, &out2);
+    test_ok(out.seed != out2.seed && out.model == out2.model
+            && out.len == out2.len
+            && ngx_memcmp(out.buf, out2.buf, out.len) == 0,
+            "seed: a chat_template of the request's own keys the chain, "
+            "the prompt's bytes are the same");
+
+    test_fast("seed: the fast path reads a chat_template without escapes",
+              "{'chat_template':'{{ messages }}','model':'m','messages':"
+              "[{'role':'user','content':'q'}]}");
+
     test_build("{'model':'a','prompt':'x'}", TEST_SIZE, &out);
     test_build("{'model':'a','cache_salt':'','prompt':'x'}",
                TEST_SIZE, &out2);
