@@ -11,6 +11,13 @@
 #include "ngx_http_prefix_route_hash.h"
 
 
+ngx_str_t  ngx_http_prefix_route_hash_keys[NGX_HTTP_PREFIX_ROUTE_KEYS] = {
+    ngx_string("extra_key"),
+    ngx_string("lora_path"),
+    ngx_string("chat_template")
+};
+
+
 uint64_t
 ngx_http_prefix_route_hash_seed(u_char *model, size_t model_len, u_char *salt,
     size_t salt_len)

@@ -30,19 +30,22 @@ uint64_t ngx_http_prefix_route_hash_seed(u_char *model, size_t model_len,
 uint64_t ngx_http_prefix_route_hash_salt(uint64_t seed, u_char *salt,
     size_t salt_len);
 
-/* the members of a body beside cache_salt that key an engine's cache */
-#define NGX_HTTP_PREFIX_ROUTE_KEY_EXTRA     0  /* SGLang's extra_key */
-#define NGX_HTTP_PREFIX_ROUTE_KEY_LORA      1  /* SGLang's lora_path */
-#define NGX_HTTP_PREFIX_ROUTE_KEY_TEMPLATE  2  /* vLLM's chat_template: the
-                                                  request's own, which
-                                                  renders all of it */
+/*
+ * The members of a body beside the model and cache_salt that key an
+ * engine's cache, in the order they are folded into the seed: SGLang's
+ * extra_key and lora_path, vLLM's chat_template (the request's own, which
+ * renders all of it).  The names, for both readers of bodies.
+ */
+#define NGX_HTTP_PREFIX_ROUTE_KEYS  3
+
+extern ngx_str_t  ngx_http_prefix_route_hash_keys[NGX_HTTP_PREFIX_ROUTE_KEYS];
 
 /*
  * Seed of a block chain whose engine keys its cache by one more member of
- * the body (NGX_HTTP_PREFIX_ROUTE_KEY_*), folded in after the model and
- * cache_salt, extra_key first: XXH3 64-bit of the member's value seeded
- * with "seed" and the key, so that the same bytes under two keys, or as a
- * salt, differ.
+ * the body, ngx_http_prefix_route_hash_keys[key], folded in after the
+ * model and cache_salt, in that table's order: XXH3 64-bit of the
+ * member's value seeded with "seed" and the key, so that the same bytes
+ * under two keys, or as a salt, differ.
  */
 uint64_t ngx_http_prefix_route_hash_key(uint64_t seed, ngx_uint_t key,
     u_char *value, size_t len);

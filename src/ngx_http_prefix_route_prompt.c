@@ -714,8 +714,6 @@ ngx_http_prefix_route_prompt_seed(json_t *root,
     ngx_uint_t    i;
     json_free_t   free_fn;
 
-    static char  *keys[] = { "extra_key", "lora_path", "chat_template" };
-
     model_json = ngx_http_prefix_route_prompt_bytes(
                      ngx_http_prefix_route_prompt_get(root, "model"),
                      &model, &model_len);
@@ -735,11 +733,12 @@ ngx_http_prefix_route_prompt_seed(json_t *root,
 
     json_get_alloc_funcs(NULL, &free_fn);
 
-    /* the engines key their cache by these too (NGX_HTTP_PREFIX_ROUTE_KEY_*) */
+    /* the engines key their cache by these too */
 
-    for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_KEYS; i++) {
         key_json = ngx_http_prefix_route_prompt_bytes(
-                       ngx_http_prefix_route_prompt_get(root, keys[i]),
+                       ngx_http_prefix_route_prompt_get(root,
+                           (char *) ngx_http_prefix_route_hash_keys[i].data),
                        &key, &key_len);
 
         if (key != NULL) {

@@ -224,15 +224,13 @@ static ngx_str_t  ngx_http_prefix_route_scan_before[] = {
 
 /*
  * the members that seed the chain, strings without escapes read once:
- * the model, cache_salt, then NGX_HTTP_PREFIX_ROUTE_KEY_* in their order
+ * the model, cache_salt, then ngx_http_prefix_route_hash_keys[]
  */
 static ngx_str_t  ngx_http_prefix_route_scan_seeds[] = {
-    ngx_string("model"), ngx_string("cache_salt"), ngx_string("extra_key"),
-    ngx_string("lora_path"), ngx_string("chat_template")
+    ngx_string("model"), ngx_string("cache_salt")
 };
 
-#define NGX_HTTP_PREFIX_ROUTE_SEEDS                                          \
-    (sizeof(ngx_http_prefix_route_scan_seeds) / sizeof(ngx_str_t))
+#define NGX_HTTP_PREFIX_ROUTE_SEEDS  (2 + NGX_HTTP_PREFIX_ROUTE_KEYS)
 
 
 ngx_int_t
@@ -240,6 +238,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     ngx_http_prefix_route_prompt_t *pr)
 {
     ngx_int_t                       rc;
+    ngx_str_t                      *name;
     ngx_uint_t                      i, seen;
     ngx_http_prefix_route_span_t    key, seeds[NGX_HTTP_PREFIX_ROUTE_SEEDS],
                                    *sp;
@@ -293,9 +292,10 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
         }
 
         for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_SEEDS; i++) {
-            if (ngx_http_prefix_route_scan_eq(&key,
-                                      &ngx_http_prefix_route_scan_seeds[i]))
-            {
+            name = (i < 2) ? &ngx_http_prefix_route_scan_seeds[i]
+                           : &ngx_http_prefix_route_hash_keys[i - 2];
+
+            if (ngx_http_prefix_route_scan_eq(&key, name)) {
                 sp = &seeds[i];
             }
         }
