@@ -38,7 +38,7 @@ typedef struct {
 
 
 static void ngx_http_prefix_route_prompt_native(
-    ngx_http_prefix_route_walk_t *w, json_t *root, json_t *text);
+    ngx_http_prefix_route_walk_t *w, json_t *root, json_t *prompt);
 static void ngx_http_prefix_route_prompt_chat(ngx_http_prefix_route_walk_t *w,
     json_t *root, json_t *messages);
 static void ngx_http_prefix_route_prompt_legacy(
@@ -87,7 +87,7 @@ ngx_http_prefix_route_prompt_build(json_t *root,
     ngx_http_prefix_route_prompt_t *pr)
 {
     json_t                        *input, *instructions, *messages, *prompt,
-                                  *text, *inputs;
+                                  *text, *inputs, *ids;
     ngx_http_prefix_route_walk_t   w;
 
     pr->len = 0;
@@ -111,6 +111,7 @@ ngx_http_prefix_route_prompt_build(json_t *root,
     instructions = ngx_http_prefix_route_prompt_get(root, "instructions");
     text = ngx_http_prefix_route_prompt_get(root, "text");
     inputs = ngx_http_prefix_route_prompt_get(root, "inputs");
+    ids = ngx_http_prefix_route_prompt_get(root, "input_ids");
 
     if (messages != NULL) {
 
@@ -131,6 +132,10 @@ ngx_http_prefix_route_prompt_build(json_t *root,
         /* SGLang's native /generate: the prompt rendered, or a batch */
         ngx_http_prefix_route_prompt_native(&w, root, text);
 
+    } else if (json_is_array(ids)) {
+        /* SGLang's /generate given token ids, as RL rollouts send them */
+        ngx_http_prefix_route_prompt_native(&w, root, ids);
+
     } else if (json_is_string(inputs)) {
         /* TGI's native /generate and /generate_stream */
         ngx_http_prefix_route_prompt_legacy(&w, inputs);
@@ -150,7 +155,8 @@ ngx_http_prefix_route_prompt_build(json_t *root,
 
 
 /*
- * SGLang's /generate: its images, audio and video first, by identity, as
+ * SGLang's /generate, its "text" or "input_ids" (a list of token ids, or a
+ * batch of such lists): its images, audio and video first, by identity, as
  * content parts are (the engine puts them at the text's placeholders,
  * and its cache differs from there on: before the text, two prompts with
  * other media never share a block), then the text.  Its parallel sampling
@@ -159,7 +165,7 @@ ngx_http_prefix_route_prompt_build(json_t *root,
 
 static void
 ngx_http_prefix_route_prompt_native(ngx_http_prefix_route_walk_t *w,
-    json_t *root, json_t *text)
+    json_t *root, json_t *prompt)
 {
     json_t      *v;
     ngx_uint_t   i;
@@ -187,7 +193,7 @@ ngx_http_prefix_route_prompt_native(ngx_http_prefix_route_walk_t *w,
         w->pr->batch = 1;
     }
 
-    ngx_http_prefix_route_prompt_legacy(w, text);
+    ngx_http_prefix_route_prompt_legacy(w, prompt);
 }
 
 

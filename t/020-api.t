@@ -436,3 +436,22 @@ my @body = map { qq|{"text":"$::DOC",$_}| }
 [("X-Prefix-Route: MISS 0 609") x 3, "X-Prefix-Route: HIT 576 609", ""]
 --- response_body_like eval
 [("^b[1-4]\n\$") x 4, qr/\A(b[1-4]) MISS 0 609\n(?:b[1-4] MISS 0 609\n){2}\1 HIT 576 609\n\z/]
+
+
+
+=== TEST 26: SGLang's native /generate with "input_ids": token ids are the prompt, the same as legacy completions' token ids; other ids are another prompt
+--- config eval: PrefixRoute::proxy(path => '~ ^/(?:v1/|generate$)', routes => 1)
+--- request eval
+my $ids = CORE::join ",", 1001 .. 1200;
+my $other = CORE::join ",", 2001 .. 2200;
+[::post("/generate", qq|{"input_ids":[$ids],"sampling_params":{"max_new_tokens":16}}|),
+ ::post("/v1/completions", qq|{"prompt":[$ids],"max_tokens":16}|),
+ ::post("/generate", qq|{"input_ids":[$other]}|), "GET /routes"]
+--- response_headers eval
+# each id a segment: RS "prompt" US "c" FS and its 4 digits
+my $len = 200 * length("$::RS" . "prompt$::US" . "c$::FS" . "1001");
+die "unexpected length" unless $len == 2800;
+["X-Prefix-Route: MISS 0 $len", "X-Prefix-Route: HIT " . ::full_blocks($len) . " $len",
+ "X-Prefix-Route: MISS 0 $len", ""]
+--- response_body_like eval
+[("^b[1-4]\n\$") x 3, qr/\A(b[1-4]) MISS 0 2800\n\1 HIT 2752 2800\nb[1-4] MISS 0 2800\n\z/]

@@ -895,6 +895,16 @@ main(void)
     test_same("sglang: native text, a batch, as a prompt array",
               "{'text':['a','b']}", "{'prompt':['a','b']}");
 
+    test_same("sglang: native input_ids as legacy Completions' token ids",
+              "{'input_ids':[1,2,3],'sampling_params':{'max_new_tokens':8}}",
+              "{'prompt':[1,2,3],'max_tokens':8}");
+
+    test_same("sglang: input_ids, a batch, as a prompt array of token lists",
+              "{'input_ids':[[1,2],[3]]}", "{'prompt':[[1,2],[3]]}");
+
+    test_same("sglang: text before input_ids when both are there",
+              "{'text':'a','input_ids':[1]}", "{'text':'a'}");
+
     test_same("tgi: native inputs as legacy Completions' prompt",
               "{'inputs':'You are terse.\\n\\nq','parameters':"
               "{'max_new_tokens':8}}",
@@ -906,6 +916,9 @@ main(void)
 
     test_declined("sglang: text an object is declined",
                   "{'text':{'format':{'type':'text'}}}");
+
+    test_declined("sglang: input_ids not a list is declined",
+                  "{'input_ids':7}");
 
     test_declined("tgi: inputs not a string is declined",
                   "{'inputs':['a','b']}");
@@ -943,6 +956,16 @@ main(void)
             RS "audio_data" US "c" FS DG "'a'"
             RS "video_data" US "c" FS DG "'v'"
             RS "prompt" US "c" "t");
+
+    test_build("{'input_ids':[1,2],'image_data':'http://x/a.png'}",
+               TEST_SIZE, &out);
+    test_build("{'input_ids':[[1,2],[3]]}", TEST_SIZE, &out2);
+    test_ok(out.rc == NGX_OK && out.nontext == 3 && !out.batch
+            && out.buf[0] == (u_char) RS[0]
+            && ngx_memcmp(out.buf + 1, "image_data", 10) == 0
+            && out2.rc == NGX_OK && out2.batch,
+            "sglang: input_ids are not text, after the image; two lists "
+            "are a batch");
 
     test_build("{'text':['a','b']}", TEST_SIZE, &out);
     test_build("{'text':'a','sampling_params':{'n':2}}", TEST_SIZE, &out2);
