@@ -102,10 +102,14 @@ typedef struct {
 } ngx_http_prefix_route_field_t;
 
 
-/* how scan_field() reads a member: written as JSON, as parts, as tools */
+/*
+ * how scan_field() reads a member: written as JSON, as parts, as tools,
+ * or a string at most (anything else only checked)
+ */
 #define NGX_HTTP_PREFIX_ROUTE_SCAN_JSON   0
 #define NGX_HTTP_PREFIX_ROUTE_SCAN_PARTS  1
 #define NGX_HTTP_PREFIX_ROUTE_SCAN_TOOLS  2
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_TEXT   3
 
 #define NGX_HTTP_PREFIX_ROUTE_NO_TAPE     0xffffffff
 
@@ -156,6 +160,8 @@ static u_char  ngx_http_prefix_route_scan_stop[256] = {
 };
 
 
+static ngx_int_t ngx_http_prefix_route_scan_rendered(
+    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
 static ngx_int_t ngx_http_prefix_route_scan_prefix(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
 static ngx_int_t ngx_http_prefix_route_scan_segments(
@@ -232,6 +238,21 @@ static ngx_str_t  ngx_http_prefix_route_scan_seeds[] = {
 
 #define NGX_HTTP_PREFIX_ROUTE_SEEDS  (2 + NGX_HTTP_PREFIX_ROUTE_KEYS)
 
+/*
+ * the members that hold the prompt of a body without messages, in the
+ * order ngx_http_prefix_route_prompt_build() looks for them, then those
+ * that leave SGLang's "text" to jansson (scan_rendered())
+ */
+static ngx_str_t  ngx_http_prefix_route_scan_prompts[] = {
+    ngx_string("prompt"), ngx_string("input"), ngx_string("instructions"),
+    ngx_string("text"), ngx_string("input_ids"), ngx_string("inputs"),
+    ngx_string("image_data"), ngx_string("audio_data"),
+    ngx_string("video_data"), ngx_string("sampling_params")
+};
+
+#define NGX_HTTP_PREFIX_ROUTE_PROMPTS                                         \
+    (sizeof(ngx_http_prefix_route_scan_prompts) / sizeof(ngx_str_t))
+
 
 ngx_int_t
 ngx_http_prefix_route_scan(u_char *p, size_t len,
@@ -239,11 +260,12 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 {
     ngx_int_t                       rc;
     ngx_str_t                      *name;
-    ngx_uint_t                      i, seen;
+    ngx_uint_t                      i, seen, how;
     ngx_http_prefix_route_span_t    key, seeds[NGX_HTTP_PREFIX_ROUTE_SEEDS],
                                    *sp;
     ngx_http_prefix_route_scan_t    s;
-    ngx_http_prefix_route_field_t   before[3], *f;
+    ngx_http_prefix_route_field_t   before[3], *f,
+                                    rendered[NGX_HTTP_PREFIX_ROUTE_PROMPTS];
 
     pr->len = 0;
     pr->nanswers = 0;
@@ -268,6 +290,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     seen = 0;
     ngx_memzero(seeds, sizeof(seeds));
     ngx_memzero(before, sizeof(before));
+    ngx_memzero(rendered, sizeof(rendered));
 
     ngx_http_prefix_route_scan_ws(&s);
 
@@ -282,12 +305,23 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 
         f = NULL;
         sp = NULL;
+        how = NGX_HTTP_PREFIX_ROUTE_SCAN_TEXT;
 
         for (i = 0; i < 3; i++) {
             if (ngx_http_prefix_route_scan_eq(&key,
                                       &ngx_http_prefix_route_scan_before[i]))
             {
                 f = &before[i];
+                how = (i == 2) ? NGX_HTTP_PREFIX_ROUTE_SCAN_PARTS
+                               : NGX_HTTP_PREFIX_ROUTE_SCAN_TOOLS;
+            }
+        }
+
+        for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_PROMPTS; i++) {
+            if (ngx_http_prefix_route_scan_eq(&key,
+                                      &ngx_http_prefix_route_scan_prompts[i]))
+            {
+                f = &rendered[i];
             }
         }
 
@@ -314,12 +348,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 
         } else if (f != NULL) {
 
-            if (ngx_http_prefix_route_scan_field(&s, f, 1,
-                                  (f == &before[2])
-                                  ? NGX_HTTP_PREFIX_ROUTE_SCAN_PARTS
-                                  : NGX_HTTP_PREFIX_ROUTE_SCAN_TOOLS)
-                != NGX_OK)
-            {
+            if (ngx_http_prefix_route_scan_field(&s, f, 1, how) != NGX_OK) {
                 return NGX_DECLINED;
             }
 
@@ -336,7 +365,6 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
             }
 
         } else if (ngx_http_prefix_route_scan_value(&s, 1) != NGX_OK) {
-            /* "prompt", "input", "instructions": unread beside messages */
             return NGX_DECLINED;
         }
 
@@ -350,13 +378,20 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 
     ngx_http_prefix_route_scan_ws(&s);
 
-    if (s.p != s.last || !seen) {
+    if (s.p != s.last) {
         return NGX_DECLINED;
     }
 
-    if ((before[0].value != NULL || before[1].value != NULL
-         || before[2].value != NULL)
-        && ngx_http_prefix_route_scan_prefix(&s, before) != NGX_OK)
+    if (!seen) {
+        /* without messages, the tools, functions and system are unread */
+
+        if (ngx_http_prefix_route_scan_rendered(&s, rendered) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+
+    } else if ((before[0].value != NULL || before[1].value != NULL
+                || before[2].value != NULL)
+               && ngx_http_prefix_route_scan_prefix(&s, before) != NGX_OK)
     {
         return NGX_DECLINED;
     }
@@ -390,6 +425,69 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
         ngx_memcpy(pr->name, seeds[0].data, pr->name_len);
         pr->name[pr->name_len] = '\0';
     }
+
+    return NGX_OK;
+}
+
+
+/*
+ * A prompt already rendered, one string: legacy Completions' "prompt",
+ * SGLang's "text", TGI's "inputs", taken in ngx_http_prefix_route_prompt.c's
+ * order and written as its ngx_http_prefix_route_prompt_legacy() does.
+ * Token ids, batches, the Responses API's input, and SGLang's media and
+ * parallel sampling (any "n" or escape in "sampling_params") are jansson's.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_rendered(ngx_http_prefix_route_scan_t *s,
+    ngx_http_prefix_route_field_t *f)
+{
+    u_char                          *p;
+    ngx_http_prefix_route_field_t   *v;
+
+    if (f[0].value != NULL) {
+        v = &f[0];
+
+    } else if (f[1].value != NULL || f[2].value != NULL) {
+        return NGX_DECLINED;
+
+    } else if (f[3].value != NULL
+               && (*f[3].value == '"' || *f[3].value == '['))
+    {
+        if (f[6].value != NULL || f[7].value != NULL || f[8].value != NULL) {
+            return NGX_DECLINED;
+        }
+
+        for (p = f[9].value; p != NULL && p < f[9].end; p++) {
+            if (*p == '\\'
+                || (*p == '"' && f[9].end - p >= 3
+                    && p[1] == 'n' && p[2] == '"'))
+            {
+                return NGX_DECLINED;
+            }
+        }
+
+        v = &f[3];
+
+    } else if (f[4].value != NULL && *f[4].value == '[') {
+        return NGX_DECLINED;
+
+    } else {
+        v = &f[5];
+    }
+
+    if (v->value == NULL || *v->value != '"') {
+        return NGX_DECLINED;
+    }
+
+    ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_RS);
+    ngx_http_prefix_route_scan_write(s, (u_char *) "prompt", 6);
+    ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_US);
+    ngx_http_prefix_route_scan_byte(s, 'c');
+    ngx_http_prefix_route_scan_text(s, &v->str, 0);
+
+    s->pr->key = s->pr->len;
+    s->keyed = 1;
 
     return NGX_OK;
 }
@@ -862,6 +960,7 @@ ngx_http_prefix_route_scan_field(ngx_http_prefix_route_scan_t *s,
     /* a message after a full buffer is not written; the top level is */
 
     s->tape = (!s->stop || depth == 1)
+              && how != NGX_HTTP_PREFIX_ROUTE_SCAN_TEXT
               && (*s->p == '{'
                   || (*s->p == '[' && how != NGX_HTTP_PREFIX_ROUTE_SCAN_PARTS));
     s->untaped = 0;

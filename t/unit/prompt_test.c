@@ -835,6 +835,58 @@ main(void)
                 "fast path: a member given twice is left to jansson");
     }
 
+    test_fast("fast path: legacy Completions' prompt, escapes, UTF-8 and "
+              "control bytes of the canonical form",
+              "{'model':'m','prompt':'<s>sys\\n\\u00e9t\\u00e9 \\u001e "
+              "\\\"q\\\"\\ud83d\\ude00 caf\xc3\xa9','max_tokens':8,"
+              "'stop':['\\n'],'logit_bias':{'50256':-100}}");
+
+    test_fast("fast path: an empty prompt is a segment as jansson's",
+              "{'prompt':''}");
+
+    test_fast("fast path: a prompt beside tools, system, input and text "
+              "(the prompt wins, the others unread)",
+              "{'tools':[{'name':'f'}],'system':'S','prompt':'p',"
+              "'input':'i','text':'t','cache_salt':'c'}");
+
+    test_fast("fast path: SGLang's text with sampling_params, null media",
+              "{'text':'<|im_start|>user\\nq<|im_end|>\\n',"
+              "'sampling_params':{'max_new_tokens':8,'temperature':0,"
+              "'stop':['<|im_end|>'],'no_stop_trim':true},"
+              "'image_data':null,'stream':true,'extra_key':'k'}");
+
+    test_fast("fast path: TGI's inputs, after a text that is a number",
+              "{'inputs':'q','text':5,'input_ids':null,"
+              "'parameters':{'max_new_tokens':8}}");
+
+    {
+        ngx_uint_t   i;
+        test_out_t   out;
+
+        static char  *jansson[] = {
+            "{'text':'t','image_data':'http://x/a.png'}",
+            "{'text':'t','video_data':['v']}",
+            "{'text':'t','sampling_params':{'n':2}}",
+            "{'text':'t','sampling_params':{'\\u006e':2}}",
+            "{'text':'t','sampling_params':{'x':{'n':1}}}",
+            "{'text':['a','b']}",
+            "{'input_ids':[1,2,3]}",
+            "{'prompt':[1,2,3]}",
+            "{'prompt':'a','prompt':'b'}",
+            "{'text':'t','input':'i'}",
+            "{'inputs':'q','input_ids':[1]}",
+            "{'instructions':'s','inputs':'q'}"
+        };
+
+        for (i = 0; i < sizeof(jansson) / sizeof(jansson[0]); i++) {
+            test_build(jansson[i], TEST_SIZE, &out);
+            test_ok(out.fast == NGX_DECLINED,
+                    "fast path: token ids, batches, SGLang's media and "
+                    "parallel sampling, the Responses API and members "
+                    "given twice are left to jansson");
+        }
+    }
+
     test_same("order: tool calls with their keys in another order",
               "{'model':'m','messages':[{'role':'assistant','content':null,"
               "'tool_calls':[{'id':'c1','type':'function','function':"
