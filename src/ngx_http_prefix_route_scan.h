@@ -33,7 +33,9 @@ typedef struct {
  * The fast path from body to canonical prompt: one pass over
  * the body's bytes, no tree, for a chat body (OpenAI Chat Completions or
  * Anthropic Messages): messages with any members, content as a string or
- * text parts, tools, functions and system.  It writes what
+ * text parts, tools, functions and system; or for a prompt rendered, one
+ * string (legacy Completions' prompt, SGLang's text, TGI's inputs).
+ * It writes what
  * ngx_http_prefix_route_prompt_build() writes for the same body, values
  * the walk serialises as jansson's JSON_COMPACT|JSON_SORT_KEYS output,
  * and validates the whole body as jansson would parse it (grammar, UTF-8,
@@ -45,7 +47,8 @@ typedef struct {
  * reads are declined on purpose (escaped keys, numbers with an exponent or
  * more than 18 digits, real numbers in a serialised value, nesting deeper
  * than 32, a member the walk reads given twice, non-text content parts,
- * Responses, legacy and native bodies; docs/design.md lists them): the
+ * Responses bodies, token ids, batches, SGLang's media and parallel
+ * sampling; docs/design.md lists them): the
  * fast path never accepts a body jansson refuses.  The fuzzer checks both
  * claims (fuzz/prompt_fuzzer.c).  Never allocates: the values written as
  * canonical JSON are put on a static tape of 8192 nodes as they are
