@@ -426,6 +426,7 @@ fuzz_scan(const uint8_t *data, size_t size, size_t cap, json_t *again)
         || ngx_memcmp(pr.name, ref.name, pr.name_len) != 0
         || pr.nanswers != ref.nanswers
         || pr.nontext != ref.nontext
+        || pr.batch != ref.batch
         || ngx_memcmp(pr.answers, ref.answers,
                       2 * pr.nanswers * sizeof(size_t)) != 0)
     {

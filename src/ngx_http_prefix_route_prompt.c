@@ -228,9 +228,12 @@ ngx_http_prefix_route_prompt_chat(ngx_http_prefix_route_walk_t *w,
 
 /*
  * A prompt already rendered: legacy Completions' "prompt", and the
- * engines' native "text" and "inputs", the same canonical prompt for the
- * same text.  Token ids are written as JSON, and count as not text: their
- * bytes per engine token are not the text's.
+ * engines' native "text", "input_ids" and "inputs", the same canonical
+ * prompt for the same text or ids.  Token ids are written as JSON, and
+ * count as not text: their bytes per engine token are not the text's.
+ * The key ends after the first prompt, a string or a list, or after all
+ * of one list of token ids (its first id alone would be every prompt's
+ * that starts with the template's first token).
  */
 
 static void
@@ -259,8 +262,13 @@ ngx_http_prefix_route_prompt_legacy(ngx_http_prefix_route_walk_t *w,
         w->pr->batch |= (k > 1);
 
         ngx_http_prefix_route_prompt_segment(w, "prompt", v, 0);
-        ngx_http_prefix_route_prompt_key(w);
+
+        if (json_is_string(v) || json_is_array(v)) {
+            ngx_http_prefix_route_prompt_key(w);
+        }
     }
+
+    ngx_http_prefix_route_prompt_key(w);
 }
 
 

@@ -50,13 +50,13 @@ typedef struct {
 /*
  * Builds the canonical prompt of a parsed request body (OpenAI Chat
  * Completions, legacy Completions, Anthropic Messages, OpenAI Responses,
- * or the native APIs of SGLang, "text", and TGI, "inputs") into pr->buf,
- * stopping at pr->size bytes.  Returns NGX_OK when a prompt was found
- * (pr->len may still be 0 for an empty one) and NGX_DECLINED when the body
- * holds none of these shapes.  pr->buf then holds the
- * canonical prompt cut to its first pr->size bytes; the walk stops once the
- * buffer is full.  Never allocates outside jansson, and frees what jansson
- * allocates before returning; never fails otherwise.
+ * or the native APIs of SGLang, "text" or "input_ids", and TGI, "inputs")
+ * into pr->buf, stopping at pr->size bytes.  Returns NGX_OK when a
+ * prompt was found (pr->len may still be 0 for an empty one) and
+ * NGX_DECLINED when the body holds none of these shapes.  pr->buf then
+ * holds the canonical prompt cut to its first pr->size bytes; the walk
+ * stops once the buffer is full.  Never allocates outside jansson, and
+ * frees what jansson allocates before returning; never fails otherwise.
  */
 ngx_int_t ngx_http_prefix_route_prompt_build(json_t *root,
     ngx_http_prefix_route_prompt_t *pr);

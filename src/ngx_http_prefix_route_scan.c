@@ -250,6 +250,16 @@ static ngx_str_t  ngx_http_prefix_route_scan_prompts[] = {
     ngx_string("video_data"), ngx_string("sampling_params")
 };
 
+/* their places in the table */
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_PROMPT        0
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_INPUT         1
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_INSTRUCTIONS  2
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_NATIVE        3
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_IDS           4
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_INPUTS        5
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_MEDIA         6   /* and the 2 after */
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_SAMPLING      9
+
 #define NGX_HTTP_PREFIX_ROUTE_PROMPTS                                         \
     (sizeof(ngx_http_prefix_route_scan_prompts) / sizeof(ngx_str_t))
 
@@ -260,7 +270,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 {
     ngx_int_t                       rc;
     ngx_str_t                      *name;
-    ngx_uint_t                      i, seen, how;
+    ngx_uint_t                      how, i, seen;
     ngx_http_prefix_route_span_t    key, seeds[NGX_HTTP_PREFIX_ROUTE_SEEDS],
                                    *sp;
     ngx_http_prefix_route_scan_t    s;
@@ -443,37 +453,47 @@ ngx_http_prefix_route_scan_rendered(ngx_http_prefix_route_scan_t *s,
     ngx_http_prefix_route_field_t *f)
 {
     u_char                          *p;
-    ngx_http_prefix_route_field_t   *v;
+    ngx_uint_t                       i;
+    ngx_http_prefix_route_field_t   *v, *text, *sampling;
 
-    if (f[0].value != NULL) {
-        v = &f[0];
+    text = &f[NGX_HTTP_PREFIX_ROUTE_SCAN_NATIVE];
+    sampling = &f[NGX_HTTP_PREFIX_ROUTE_SCAN_SAMPLING];
 
-    } else if (f[1].value != NULL || f[2].value != NULL) {
+    if (f[NGX_HTTP_PREFIX_ROUTE_SCAN_PROMPT].value != NULL) {
+        v = &f[NGX_HTTP_PREFIX_ROUTE_SCAN_PROMPT];
+
+    } else if (f[NGX_HTTP_PREFIX_ROUTE_SCAN_INPUT].value != NULL
+               || f[NGX_HTTP_PREFIX_ROUTE_SCAN_INSTRUCTIONS].value != NULL)
+    {
         return NGX_DECLINED;
 
-    } else if (f[3].value != NULL
-               && (*f[3].value == '"' || *f[3].value == '['))
+    } else if (text->value != NULL
+               && (*text->value == '"' || *text->value == '['))
     {
-        if (f[6].value != NULL || f[7].value != NULL || f[8].value != NULL) {
-            return NGX_DECLINED;
+        for (i = 0; i < 3; i++) {
+            if (f[NGX_HTTP_PREFIX_ROUTE_SCAN_MEDIA + i].value != NULL) {
+                return NGX_DECLINED;
+            }
         }
 
-        for (p = f[9].value; p != NULL && p < f[9].end; p++) {
+        for (p = sampling->value; p != NULL && p < sampling->end; p++) {
             if (*p == '\\'
-                || (*p == '"' && f[9].end - p >= 3
+                || (*p == '"' && sampling->end - p >= 3
                     && p[1] == 'n' && p[2] == '"'))
             {
                 return NGX_DECLINED;
             }
         }
 
-        v = &f[3];
+        v = text;
 
-    } else if (f[4].value != NULL && *f[4].value == '[') {
+    } else if (f[NGX_HTTP_PREFIX_ROUTE_SCAN_IDS].value != NULL
+               && *f[NGX_HTTP_PREFIX_ROUTE_SCAN_IDS].value == '[')
+    {
         return NGX_DECLINED;
 
     } else {
-        v = &f[5];
+        v = &f[NGX_HTTP_PREFIX_ROUTE_SCAN_INPUTS];
     }
 
     if (v->value == NULL || *v->value != '"') {

@@ -290,6 +290,7 @@ test_fast_path(u_char *text, size_t len, size_t size, test_out_t *ref)
         || ngx_memcmp(buf, ref->buf, pr.len) != 0
         || pr.key != ref->key || pr.seed != ref->seed
         || pr.nanswers != ref->nanswers
+        || pr.nontext != ref->nontext || pr.batch != ref->batch
         || ngx_memcmp(answers, ref->answers,
                       2 * pr.nanswers * sizeof(size_t)) != 0)
     {
@@ -1361,6 +1362,14 @@ main(void)
     json_decref(root);
 
     /* the tie-break key */
+
+    test_key("key: all of one list of token ids, not its first id",
+             "{'input_ids':[1,2,3]}",
+             RS "prompt" US "c" FS "1" RS "prompt" US "c" FS "2"
+             RS "prompt" US "c" FS "3");
+
+    test_key("key: the first prompt of a batch of token lists",
+             "{'prompt':[[1,2],[3]]}", RS "prompt" US "c" FS "[1,2]");
 
     test_key("key: end of the first message after system and developer",
              "{'messages':[{'role':'system','content':'S'},"
