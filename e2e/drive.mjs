@@ -21,7 +21,8 @@
 // llama-server's native /completion (no SDK): one prompt twice, the
 // servers it went to, the share of the second that the server reported
 // cached (timings), and how many responses the module's status counted
-// meanwhile (null without a status page).
+// meanwhile (null without a status page); then the same for a prompt of
+// token ids, as RL rollout frameworks send them.
 
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
@@ -194,10 +195,14 @@ async function sdk() {
   for (const [name, fn] of Object.entries(checks)) {
     try { await fn(); } catch (e) { failed.push(name + ": " + e.message); }
   }
-  let native = null;
-  try { native = await nativeCompletion(); } catch (e) { failed.push("native: " + e.message); }
+  let native = null, tokens = null;
+  try { native = await nativeCompletion(words(11, 600)); } catch (e) { failed.push("native: " + e.message); }
+  // ids well inside Llama 3's vocabulary of 128,256 (e2e/model.py)
+  const ids = Array.from({ length: 600 }, (_, i) => 1000 + 7 * i);
+  try { tokens = await nativeCompletion(ids); } catch (e) { failed.push("native token ids: " + e.message); }
   console.log(JSON.stringify({ calls: Object.keys(checks).length, failed,
-                               conversation_servers: conversation, native }));
+                               conversation_servers: conversation, native,
+                               tokens }));
   process.exitCode = failed.length ? 1 : 0;
 }
 
@@ -210,14 +215,14 @@ async function fedBack() {
     .reduce((n, p) => n + p.feedback_responses, 0);
 }
 
-async function nativeCompletion() {
+async function nativeCompletion(prompt) {
   const before = await fedBack();
   const servers = new Set();
   let timings = null;
   for (let i = 0; i < 2; i++) {
     const r = await fetch(url + "/completion", {
       method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ prompt: words(11, 600), n_predict: 4 }) });
+      body: JSON.stringify({ prompt, n_predict: 4 }) });
     if (!r.ok) throw new Error("/completion: HTTP " + r.status);
     servers.add(r.headers.get("x-upstream"));
     timings = (await r.json()).timings;

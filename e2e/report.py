@@ -80,6 +80,17 @@ def checks(r):
                                       % (n["servers"], n["cached"],
                                          n["fed_back"]))
                           for k, n in nat.items())))
+    tok = {k: ws["sdk"].get("tokens") for k, ws in r.items()}
+    out.append(("llama-server's native /completion, one prompt of token "
+                "ids twice: one server, and the second at least 0.9 cached "
+                "(prefix_route, cache_aware)",
+                all(tok[k] and tok[k]["servers"] == 1
+                    and tok[k]["cached"] >= 0.9
+                    for k in ("prefix_route", "cache_aware")),
+                "; ".join("%s: %s" % (k, "failed" if not n else
+                                      "%d server(s), %.2f of the second "
+                                      "cached" % (n["servers"], n["cached"]))
+                          for k, n in tok.items())))
     conv = {k: ws["sdk"]["conversation_servers"] for k, ws in r.items()}
     out.append(("every turn of the SDK conversation on one server "
                 "(prefix_route, cache_aware)",
