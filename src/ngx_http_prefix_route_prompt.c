@@ -43,6 +43,9 @@ static void ngx_http_prefix_route_prompt_chat(ngx_http_prefix_route_walk_t *w,
     json_t *root, json_t *messages);
 static void ngx_http_prefix_route_prompt_legacy(
     ngx_http_prefix_route_walk_t *w, json_t *prompt);
+static ngx_uint_t ngx_http_prefix_route_prompt_is_ids(json_t *v);
+static void ngx_http_prefix_route_prompt_ids(ngx_http_prefix_route_walk_t *w,
+    json_t *ids);
 static void ngx_http_prefix_route_prompt_responses(
     ngx_http_prefix_route_walk_t *w, json_t *root);
 static void ngx_http_prefix_route_prompt_tools(ngx_http_prefix_route_walk_t *w,
@@ -243,6 +246,13 @@ ngx_http_prefix_route_prompt_legacy(ngx_http_prefix_route_walk_t *w,
     size_t   i, n, k;
     json_t  *v;
 
+    if (ngx_http_prefix_route_prompt_is_ids(prompt)) {
+        w->pr->nontext++;
+        ngx_http_prefix_route_prompt_ids(w, prompt);
+        ngx_http_prefix_route_prompt_key(w);
+        return;
+    }
+
     if (!json_is_array(prompt)) {
         w->pr->nontext += !json_is_string(prompt);
         ngx_http_prefix_route_prompt_segment(w, "prompt", prompt, 0);
@@ -261,7 +271,12 @@ ngx_http_prefix_route_prompt_legacy(ngx_http_prefix_route_walk_t *w,
         k += json_is_string(v) || json_is_array(v);
         w->pr->batch |= (k > 1);
 
-        ngx_http_prefix_route_prompt_segment(w, "prompt", v, 0);
+        if (ngx_http_prefix_route_prompt_is_ids(v)) {
+            ngx_http_prefix_route_prompt_ids(w, v);
+
+        } else {
+            ngx_http_prefix_route_prompt_segment(w, "prompt", v, 0);
+        }
 
         if (json_is_string(v) || json_is_array(v)) {
             ngx_http_prefix_route_prompt_key(w);
@@ -269,6 +284,71 @@ ngx_http_prefix_route_prompt_legacy(ngx_http_prefix_route_walk_t *w,
     }
 
     ngx_http_prefix_route_prompt_key(w);
+}
+
+
+/* a list of token ids: one prompt, not a list of prompts */
+
+static ngx_uint_t
+ngx_http_prefix_route_prompt_is_ids(json_t *v)
+{
+    size_t  i, n;
+
+    n = json_array_size(v);
+
+    for (i = 0; i < n; i++) {
+        if (!json_is_integer(json_array_get(v, i))) {
+            return 0;
+        }
+    }
+
+    return n > 0;
+}
+
+
+/*
+ * A prompt segment of token ids: FS, then each id and a comma, about 6
+ * bytes a token (a segment of JSON for each id took 15), and the bytes of
+ * a list begin those of any list that continues it, as its tokens do
+ */
+
+static void
+ngx_http_prefix_route_prompt_ids(ngx_http_prefix_route_walk_t *w,
+    json_t *ids)
+{
+    u_char      *p, num[NGX_INT64_LEN + 1];
+    size_t       i, n;
+    uint64_t     u;
+    json_int_t   id;
+
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_RS);
+    ngx_http_prefix_route_prompt_text(w, (u_char *) "prompt", 6);
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_US);
+    ngx_http_prefix_route_prompt_byte(w, 'c');
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_FS);
+
+    n = json_array_size(ids);
+
+    for (i = 0; i < n && !w->stop; i++) {
+        id = json_integer_value(json_array_get(ids, i));
+        u = (id < 0) ? 0 - (uint64_t) id : (uint64_t) id;
+
+        /* its decimal digits, as jansson prints an integer, and a comma */
+
+        p = num + sizeof(num);
+        *--p = ',';
+
+        do {
+            *--p = (u_char) ('0' + u % 10);
+            u /= 10;
+        } while (u);
+
+        if (id < 0) {
+            *--p = '-';
+        }
+
+        ngx_http_prefix_route_prompt_text(w, p, num + sizeof(num) - p);
+    }
 }
 
 

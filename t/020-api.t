@@ -230,14 +230,14 @@ die "unexpected length" unless $len == 609;
 
 
 
-=== TEST 11: legacy completions, prompt array: one segment per element, a token id list as FS and its JSON
+=== TEST 11: legacy completions, prompt array: one segment per element, a token id list as FS and each id with a comma
 --- request eval
 my $body = qq|{"model":"m","prompt":["$::DOC","$::QUESTION",[101,2023,2003]]}|;
 ::post_twice("/v1/completions", $body)
 --- response_headers eval
 ::miss_then_hit(length "$::RS" . "prompt$::US" . "c$::DOC"
                      . "$::RS" . "prompt$::US" . "c$::QUESTION"
-                     . "$::RS" . "prompt$::US" . "c$::FS" . "[101,2023,2003]")
+                     . "$::RS" . "prompt$::US" . "c$::FS" . "101,2023,2003,")
 --- response_body_like eval: $::SameBackendTwice
 
 
@@ -448,10 +448,10 @@ my $other = CORE::join ",", 2001 .. 2200;
  ::post("/v1/completions", qq|{"prompt":[$ids],"max_tokens":16}|),
  ::post("/generate", qq|{"input_ids":[$other]}|), "GET /routes"]
 --- response_headers eval
-# each id a segment: RS "prompt" US "c" FS and its 4 digits
-my $len = 200 * length("$::RS" . "prompt$::US" . "c$::FS" . "1001");
-die "unexpected length" unless $len == 2800;
+# one segment: RS "prompt" US "c" FS, then each id's 4 digits and a comma
+my $len = length("$::RS" . "prompt$::US" . "c$::FS") + 200 * length("1001,");
+die "unexpected length" unless $len == 1010;
 ["X-Prefix-Route: MISS 0 $len", "X-Prefix-Route: HIT " . ::full_blocks($len) . " $len",
  "X-Prefix-Route: MISS 0 $len", ""]
 --- response_body_like eval
-[("^b[1-4]\n\$") x 3, qr/\A(b[1-4]) MISS 0 2800\n\1 HIT 2752 2800\nb[1-4] MISS 0 2800\n\z/]
+[("^b[1-4]\n\$") x 3, qr/\A(b[1-4]) MISS 0 1010\n\1 HIT 960 1010\nb[1-4] MISS 0 1010\n\z/]

@@ -935,10 +935,29 @@ main(void)
             "{'model':'m','prompt':'abc','max_tokens':5}",
             RS "prompt" US "c" "abc");
 
-    test_is("legacy: prompt array, token ids as JSON",
+    test_is("legacy: prompt array, a list of token ids as ids and commas, "
+            "another value as JSON",
             "{'prompt':['a',[1,2],3]}",
-            RS "prompt" US "c" "a" RS "prompt" US "c" FS "[1,2]"
+            RS "prompt" US "c" "a" RS "prompt" US "c" FS "1,2,"
             RS "prompt" US "c" FS "3");
+
+    test_is("legacy: a prompt of token ids is one segment of ids and commas",
+            "{'prompt':[1,-2,30,9007199254740993]}",
+            RS "prompt" US "c" FS "1,-2,30,9007199254740993,");
+
+    test_same("sglang: input_ids, a batch of one list, as the list",
+              "{'input_ids':[[1,2,3]]}", "{'input_ids':[1,2,3]}");
+
+    {
+        test_out_t  out, out2;
+
+        test_build("{'input_ids':[1,2,3]}", TEST_SIZE, &out);
+        test_build("{'input_ids':[1,2,3,4]}", TEST_SIZE, &out2);
+        test_ok(out.rc == NGX_OK && out2.rc == NGX_OK && out.len < out2.len
+                && ngx_memcmp(out.buf, out2.buf, out.len) == 0,
+                "token ids: a list's bytes begin those of a list that "
+                "continues it");
+    }
 
     test_same("sglang: native text as legacy Completions' prompt",
               "{'text':'<s>[INST] q [/INST]','sampling_params':"
@@ -1013,7 +1032,7 @@ main(void)
     test_build("{'input_ids':[1,2],'image_data':'http://x/a.png'}",
                TEST_SIZE, &out);
     test_build("{'input_ids':[[1,2],[3]]}", TEST_SIZE, &out2);
-    test_ok(out.rc == NGX_OK && out.nontext == 3 && !out.batch
+    test_ok(out.rc == NGX_OK && out.nontext > 0 && !out.batch
             && out.buf[0] == (u_char) RS[0]
             && ngx_memcmp(out.buf + 1, "image_data", 10) == 0
             && out2.rc == NGX_OK && out2.batch,
@@ -1364,12 +1383,10 @@ main(void)
     /* the tie-break key */
 
     test_key("key: all of one list of token ids, not its first id",
-             "{'input_ids':[1,2,3]}",
-             RS "prompt" US "c" FS "1" RS "prompt" US "c" FS "2"
-             RS "prompt" US "c" FS "3");
+             "{'input_ids':[1,2,3]}", RS "prompt" US "c" FS "1,2,3,");
 
     test_key("key: the first prompt of a batch of token lists",
-             "{'prompt':[[1,2],[3]]}", RS "prompt" US "c" FS "[1,2]");
+             "{'prompt':[[1,2],[3]]}", RS "prompt" US "c" FS "1,2,");
 
     test_key("key: end of the first message after system and developer",
              "{'messages':[{'role':'system','content':'S'},"
