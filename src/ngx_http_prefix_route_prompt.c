@@ -232,11 +232,11 @@ ngx_http_prefix_route_prompt_chat(ngx_http_prefix_route_walk_t *w,
 /*
  * A prompt already rendered: legacy Completions' "prompt", and the
  * engines' native "text", "input_ids" and "inputs", the same canonical
- * prompt for the same text or ids.  Token ids are written as JSON, and
- * count as not text: their bytes per engine token are not the text's.
- * The key ends after the first prompt, a string or a list, or after all
- * of one list of token ids (its first id alone would be every prompt's
- * that starts with the template's first token).
+ * prompt for the same text or ids.  A list of token ids is one prompt
+ * (prompt_ids()); ids count as not text: their bytes per engine token are
+ * not the text's.  The key ends after the first prompt, a string or a
+ * list (all of one list of ids: its first id alone would be every
+ * prompt's that starts with the template's first token).
  */
 
 static void
