@@ -54,6 +54,8 @@ static void ngx_http_prefix_route_prompt_message(
     ngx_http_prefix_route_walk_t *w, json_t *msg);
 static void ngx_http_prefix_route_prompt_item(ngx_http_prefix_route_walk_t *w,
     json_t *item);
+static void ngx_http_prefix_route_prompt_head(ngx_http_prefix_route_walk_t *w,
+    char *name);
 static void ngx_http_prefix_route_prompt_segment(
     ngx_http_prefix_route_walk_t *w, char *role, json_t *v, ngx_uint_t parts);
 static void ngx_http_prefix_route_prompt_name(ngx_http_prefix_route_walk_t *w,
@@ -179,11 +181,7 @@ ngx_http_prefix_route_prompt_native(ngx_http_prefix_route_walk_t *w,
         v = ngx_http_prefix_route_prompt_get(root, media[i]);
 
         if (v != NULL) {
-            ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_RS);
-            ngx_http_prefix_route_prompt_text(w, (u_char *) media[i],
-                                              ngx_strlen(media[i]));
-            ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_US);
-            ngx_http_prefix_route_prompt_byte(w, 'c');
+            ngx_http_prefix_route_prompt_head(w, media[i]);
             ngx_http_prefix_route_prompt_part(w, v);
         }
     }
@@ -321,10 +319,7 @@ ngx_http_prefix_route_prompt_ids(ngx_http_prefix_route_walk_t *w,
     uint64_t     u;
     json_int_t   id;
 
-    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_RS);
-    ngx_http_prefix_route_prompt_text(w, (u_char *) "prompt", 6);
-    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_US);
-    ngx_http_prefix_route_prompt_byte(w, 'c');
+    ngx_http_prefix_route_prompt_head(w, "prompt");
     ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_FS);
 
     n = json_array_size(ids);
@@ -401,10 +396,7 @@ ngx_http_prefix_route_prompt_tools(ngx_http_prefix_route_walk_t *w,
         return;
     }
 
-    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_RS);
-    ngx_http_prefix_route_prompt_text(w, (u_char *) name, ngx_strlen(name));
-    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_US);
-    ngx_http_prefix_route_prompt_byte(w, 'c');
+    ngx_http_prefix_route_prompt_head(w, name);
     ngx_http_prefix_route_prompt_value(w, v);
 }
 
@@ -493,6 +485,18 @@ ngx_http_prefix_route_prompt_item(ngx_http_prefix_route_walk_t *w,
     ngx_http_prefix_route_prompt_byte(w, 'c');
     ngx_http_prefix_route_prompt_value(w, item);
     ngx_http_prefix_route_prompt_key(w);
+}
+
+
+/* a segment's start: RS, its name, US and the content tag */
+
+static void
+ngx_http_prefix_route_prompt_head(ngx_http_prefix_route_walk_t *w, char *name)
+{
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_RS);
+    ngx_http_prefix_route_prompt_text(w, (u_char *) name, ngx_strlen(name));
+    ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_US);
+    ngx_http_prefix_route_prompt_byte(w, 'c');
 }
 
 
