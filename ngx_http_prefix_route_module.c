@@ -84,6 +84,9 @@ typedef struct {
     size_t                              key_len;     /* bytes it hashes */
     uint64_t                           *hash;        /* block chain */
     ngx_uint_t                          nblocks;
+    uint32_t                           *tokens;      /* extract.tokens, or
+                                                        NULL: not token ids */
+    size_t                              ntokens;     /* extract.ntokens */
 
     /* the attempt under way, charged to the peer's queued work */
     ngx_http_prefix_route_peer_t       *sent;
@@ -196,6 +199,8 @@ static void ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_prefix_route_tokens_t *t);
 static size_t ngx_http_prefix_route_answered(ngx_http_prefix_route_ctx_t *ctx,
     size_t match, ngx_uint_t *answer);
+static uint64_t ngx_http_prefix_route_ids(ngx_http_prefix_route_ctx_t *ctx,
+    size_t match);
 static void ngx_http_prefix_route_model_name(u_char *dst, u_char *src,
     size_t len, uint64_t model);
 
@@ -923,6 +928,18 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
 
     ngx_memcpy(ctx->hash, x.hash, x.nblocks * sizeof(uint64_t));
     ctx->nblocks = x.nblocks;
+
+    /* without memory for their counts, token ids are read back as media */
+
+    if (x.tokens && x.nblocks) {
+        ctx->tokens = ngx_palloc(r->pool, x.nblocks * sizeof(uint32_t));
+
+        if (ctx->tokens) {
+            ngx_memcpy(ctx->tokens, x.tokens, x.nblocks * sizeof(uint32_t));
+            ctx->ntokens = x.ntokens;
+        }
+    }
+
     ctx->len = x.len;
     ctx->whole = x.whole;
     ctx->nontext = x.nontext;
@@ -1864,6 +1881,7 @@ ngx_http_prefix_route_check(ngx_conf_t *cf)
 static ngx_int_t
 ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
+    ngx_int_t                       rc;
     ngx_uint_t                      last;
     ngx_chain_t                    *cl;
     ngx_http_prefix_route_ctx_t    *ctx;
@@ -1963,7 +1981,15 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
     if (last) {
         ctx->read = 1;
 
-        if (ngx_http_prefix_route_usage_parse(ctx->usage, &t) == NGX_OK) {
+        rc = ngx_http_prefix_route_usage_parse(ctx->usage, &t);
+
+        if (rc != NGX_OK && ctx->tokens && ctx->whole) {
+            /* token ids, whose count is known: return_logprob's meta_info */
+            rc = ngx_http_prefix_route_usage_cut(ctx->usage, ctx->ntokens,
+                                                 &t);
+        }
+
+        if (rc == NGX_OK) {
             ngx_http_prefix_route_feedback(r, ctx, &t);
         }
     }
@@ -1979,12 +2005,13 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  * The canonical prompt's bytes per engine token turn the predicted
  * match, in bytes, into tokens: the prompt's own ratio when it was seen
  * whole and is all text, else the mean learned for the model from such
- * prompts.  The engine also holds the answer it generated last turn,
- * which the index never saw: the prediction counts the assistant message
- * that begins where the match ends.  A prediction within one block of the
- * reported cached tokens agrees: the engine's (16 tokens) or the index's,
- * whichever is more tokens (64 bytes are 40 tokens of a text at 1.6 bytes
- * a token).
+ * prompts.  A prompt of token ids alone needs no ratio: the ids in its
+ * match are the engine's tokens, counted when it was hashed.  The engine
+ * also holds the answer it generated last turn, which the index never
+ * saw: the prediction counts the assistant message that begins where the
+ * match ends.  A prediction within one block of the reported cached
+ * tokens agrees: the engine's (16 tokens) or the index's, whichever is
+ * more tokens (64 bytes are 40 tokens of a text at 1.6 bytes a token).
  *
  * With feedback=correct, when the engine held less than half the
  * prediction, it evicted the prefix; as it evicts the least recently
@@ -1995,7 +2022,8 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  * stamps are the low 32 bits of the ms clock, compared by signed
  * difference: the clock passes 2^32 ms after 49.7 days).  Nor does a
  * prediction made with another prompt's ratio (the model's), one of a
- * prompt with images or audio (their tokens do not follow their bytes),
+ * prompt with images or audio (their tokens do not follow their bytes;
+ * a prompt of token ids alone is the engine's tokens, counted exactly),
  * or one of a prompt whose cache_salt the engine keys by and the index
  * does not (prefix_route_salt ... cache_salt=off): each would let one
  * client's request drop every client's blocks.  When the engine held
@@ -2088,69 +2116,84 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
         goto done;
     }
 
-    bpt = (ratio && ratio->samples) ? ratio->ratio
-                                    : NGX_HTTP_PREFIX_ROUTE_RATIO;
-
-    if (sample) {
+    if (ctx->tokens) {
         /*
-         * a prompt seen whole has its own ratio, which follows its mix of
-         * text and template better than the model's mean
+         * a prompt of token ids: the engine's tokens are the ids, counted
+         * in the matched blocks; tolerated, the coarser of the engine's
+         * block and the index's, in tokens
          */
-        bpt = sample;
-    }
+        predicted = ngx_http_prefix_route_ids(ctx, m);
+        would = ngx_http_prefix_route_ids(ctx, wm);
+        tol = ngx_max(NGX_HTTP_PREFIX_ROUTE_AGREE,
+                      ctx->tokens[ctx->nblocks - 1] / ctx->nblocks + 1);
 
-    predicted = (uint64_t) m * 256 / bpt;
+    } else {
+        bpt = (ratio && ratio->samples) ? ratio->ratio
+                                        : NGX_HTTP_PREFIX_ROUTE_RATIO;
 
-    /*
-     * the engine's tokens do not follow the canonical bytes evenly (the
-     * chat template's tokens around each message, the engine's blocks):
-     * what the prediction ran over the reports, a moving average of the
-     * reports within 8 engine blocks of it, each moving it by 2 tokens
-     * at most: an eviction or another instance's prefix, hundreds of
-     * tokens off, does not; apart for a match that ends with an answer,
-     * whose end the template marks differently
-     */
+        if (sample) {
+            /*
+             * a prompt seen whole has its own ratio, which follows its
+             * mix of text and template better than the model's mean
+             */
+            bpt = sample;
+        }
 
-    /*
-     * the cost model's choice, in shadow mode not the server used: its
-     * prediction in the same tokens, for the upstream's predicted hit rate
-     */
+        predicted = (uint64_t) m * 256 / bpt;
 
-    would = (uint64_t) wm * 256 / bpt;
+        /*
+         * the cost model's choice, in shadow mode not the server used: its
+         * prediction in the same tokens, for the upstream's predicted hit
+         * rate
+         */
 
-    if (would && ratio) {
-        o = (int64_t) would - ratio->offset[wa] / 16;
-        would = (o > 0) ? ngx_min((uint64_t) o, t->prompt) : 0;
+        would = (uint64_t) wm * 256 / bpt;
+
+        if (would && ratio) {
+            o = (int64_t) would - ratio->offset[wa] / 16;
+            would = (o > 0) ? ngx_min((uint64_t) o, t->prompt) : 0;
+        }
+
+        /*
+         * the engine's tokens do not follow the canonical bytes evenly
+         * (the chat template's tokens around each message, the engine's
+         * blocks): what the prediction ran over the reports, a moving
+         * average of the reports within 8 engine blocks of it, each
+         * moving it by 2 tokens at most: an eviction or another
+         * instance's prefix, hundreds of tokens off, does not; apart for
+         * a match that ends with an answer, whose end the template marks
+         * differently
+         */
+
+        if (predicted && ratio) {
+            d = ((int64_t) predicted - (int64_t) t->cached) * 16
+                - ratio->offset[a];
+
+            o = (int64_t) predicted - ratio->offset[a] / 16;
+            predicted = (o > 0) ? ngx_min((uint64_t) o, t->prompt) : 0;
+
+            if (d >= -NGX_HTTP_PREFIX_ROUTE_OFFSET_NEAR
+                && d <= NGX_HTTP_PREFIX_ROUTE_OFFSET_NEAR)
+            {
+                d = ngx_max(-NGX_HTTP_PREFIX_ROUTE_OFFSET_STEP,
+                            ngx_min(d, NGX_HTTP_PREFIX_ROUTE_OFFSET_STEP));
+                ratio->offset[a] += (int32_t) (d / 16);
+            }
+        }
+
+        /* the coarser of the engine's block and the index's, in tokens */
+        tol = ngx_max(NGX_HTTP_PREFIX_ROUTE_AGREE,
+                      (uint64_t) prcf->block * 256 / bpt);
     }
 
     sh->predicted_tokens += would;
     sh->reported_tokens += t->prompt;
-
-    if (predicted && ratio) {
-        d = ((int64_t) predicted - (int64_t) t->cached) * 16
-            - ratio->offset[a];
-
-        o = (int64_t) predicted - ratio->offset[a] / 16;
-        predicted = (o > 0) ? ngx_min((uint64_t) o, t->prompt) : 0;
-
-        if (d >= -NGX_HTTP_PREFIX_ROUTE_OFFSET_NEAR
-            && d <= NGX_HTTP_PREFIX_ROUTE_OFFSET_NEAR)
-        {
-            d = ngx_max(-NGX_HTTP_PREFIX_ROUTE_OFFSET_STEP,
-                        ngx_min(d, NGX_HTTP_PREFIX_ROUTE_OFFSET_STEP));
-            ratio->offset[a] += (int32_t) (d / 16);
-        }
-    }
 
     fb = &sp->fb;
     fb->responses++;
     fb->prompt += t->prompt;
     fb->cached += t->cached;
     fb->predicted += predicted;
-
-    /* the coarser of the engine's block and the index's, in tokens */
-    tol = ngx_max(NGX_HTTP_PREFIX_ROUTE_AGREE,
-                  (uint64_t) prcf->block * 256 / bpt);
 
     if (t->cached + tol >= predicted && t->cached <= predicted + tol) {
         fb->agreed++;
@@ -2160,7 +2203,7 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
 
         if (prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
             && ctx->stamped
-            && sample
+            && (sample || ctx->tokens)
             && !ctx->foreign_salt
             && t->cached * 2 < predicted
             && (int32_t) ((uint32_t) ctx->chosen - ctx->stamp)
@@ -2184,6 +2227,22 @@ done:
                    t->prompt, t->cached,
                    t->has_cached ? "reported" : "not reported",
                    ctx->match, ctx->len);
+}
+
+
+/*
+ * The engine's tokens in a match of a prompt of token ids: the ids wholly
+ * within its blocks.
+ */
+
+static uint64_t
+ngx_http_prefix_route_ids(ngx_http_prefix_route_ctx_t *ctx, size_t match)
+{
+    ngx_uint_t  n;
+
+    n = ngx_min(match / ctx->conf->block, ctx->nblocks);
+
+    return n ? ctx->tokens[n - 1] : 0;
 }
 
 

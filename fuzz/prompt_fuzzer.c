@@ -353,6 +353,19 @@ fuzz_extract(const uint8_t *data, size_t size, size_t piece, uint64_t h,
         abort();
     }
 
+    /* the ids in each block: as many as fit, never fewer than before */
+
+    for (i = 0; x.tokens && i < x.nblocks; i++) {
+        if (x.tokens[i] > (i + 1) * FUZZ_BLOCK / 2
+            || (i && x.tokens[i] < x.tokens[i - 1])
+            || x.tokens[i] > x.ntokens)
+        {
+            fprintf(stderr, "prompt_fuzzer: %u token ids in block %zu\n",
+                    (unsigned) x.tokens[i], i);
+            abort();
+        }
+    }
+
     fuzz_free(&ref);
 
 done:
@@ -427,6 +440,7 @@ fuzz_scan(const uint8_t *data, size_t size, size_t cap, json_t *again)
         || pr.nanswers != ref.nanswers
         || pr.nontext != ref.nontext
         || pr.batch != ref.batch
+        || pr.ids != ref.ids
         || ngx_memcmp(pr.answers, ref.answers,
                       2 * pr.nanswers * sizeof(size_t)) != 0)
     {
@@ -671,6 +685,17 @@ fuzz_usage(const uint8_t *data, size_t size, size_t piece)
         fprintf(stderr, "prompt_fuzzer: usage out of range: %llu cached of "
                 "%llu\n", (unsigned long long) t[0].cached,
                 (unsigned long long) t[0].prompt);
+        abort();
+    }
+
+    /* the reader of a cut meta_info, for a prompt of 1000 token ids */
+
+    ngx_memzero(&t, sizeof(t));
+    rc[0] = ngx_http_prefix_route_usage_cut(&u, 1000, &t[0]);
+
+    if (rc[0] == NGX_OK && (t[0].prompt != 1000 || t[0].cached > 1000)) {
+        fprintf(stderr, "prompt_fuzzer: cut usage out of range: %llu "
+                "cached\n", (unsigned long long) t[0].cached);
         abort();
     }
 

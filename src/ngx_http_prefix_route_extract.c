@@ -48,6 +48,8 @@ typedef struct {
 } ngx_http_prefix_route_scratch_t;
 
 
+static void ngx_http_prefix_route_tokens(ngx_http_prefix_route_extract_t *x,
+    size_t ids);
 static u_char *ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size);
 static void *ngx_http_prefix_route_scratch(ngx_http_prefix_route_scratch_t *s,
     size_t size);
@@ -89,6 +91,9 @@ static ngx_http_prefix_route_scratch_t  ngx_http_prefix_route_gather_buf;
 static ngx_http_prefix_route_scratch_t  ngx_http_prefix_route_prompt_buf;
 static ngx_http_prefix_route_scratch_t  ngx_http_prefix_route_hash_buf;
 
+/* a prompt of token ids: the ids in each block, for the engine's counts */
+static ngx_http_prefix_route_scratch_t  ngx_http_prefix_route_tokens_buf;
+
 /* file reads: a fixed buffer of the process, not one per request */
 static u_char  ngx_http_prefix_route_read_buf[NGX_HTTP_PREFIX_ROUTE_READ_SIZE];
 
@@ -111,6 +116,7 @@ ngx_http_prefix_route_extract_exit(void)
     ngx_http_prefix_route_scratch_free(&ngx_http_prefix_route_gather_buf);
     ngx_http_prefix_route_scratch_free(&ngx_http_prefix_route_prompt_buf);
     ngx_http_prefix_route_scratch_free(&ngx_http_prefix_route_hash_buf);
+    ngx_http_prefix_route_scratch_free(&ngx_http_prefix_route_tokens_buf);
 }
 
 
@@ -131,6 +137,8 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     x->nblocks = 0;
     x->name_len = 0;
     x->nanswers = 0;
+    x->tokens = NULL;
+    x->ntokens = 0;
     x->whole = 0;
     x->nontext = 0;
     x->batch = 0;
@@ -178,6 +186,7 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     pr.nanswers = 0;
     pr.nontext = 0;
     pr.batch = 0;
+    pr.ids = 0;
 
     /*
      * the fast path, for the commonest body in one memory buffer; what it
@@ -265,7 +274,52 @@ built:
     x->key_len = ngx_min(pr.key, NGX_HTTP_PREFIX_ROUTE_KEY_SIZE);
     x->key = ngx_http_prefix_route_hash(pr.buf, x->key_len, pr.seed);
 
+    if (pr.ids) {
+        ngx_http_prefix_route_tokens(x, pr.ids);
+    }
+
     return NGX_OK;
+}
+
+
+/*
+ * The engine's tokens of a prompt of token ids in each block: an id is
+ * its digits and a comma (prompt_ids()), and only whole ones count, as
+ * the engine caches whole tokens.  Without memory x->tokens stays NULL:
+ * the prompt is then taken for text of unknown tokens.
+ */
+
+static void
+ngx_http_prefix_route_tokens(ngx_http_prefix_route_extract_t *x, size_t ids)
+{
+    u_char      *p, *end, *last;
+    uint32_t     n;
+    ngx_uint_t   i;
+
+    x->tokens = ngx_http_prefix_route_scratch(
+                               &ngx_http_prefix_route_tokens_buf,
+                               x->max_prefix / x->block * sizeof(uint32_t));
+    if (x->tokens == NULL) {
+        return;
+    }
+
+    p = x->buf + ngx_min(ids, x->len);
+    last = x->buf + x->len;
+    n = 0;
+
+    for (i = 0; i <= x->nblocks; i++) {
+        end = (i < x->nblocks) ? x->buf + (i + 1) * x->block : last;
+
+        for ( /* void */ ; p < end; p++) {
+            n += (*p == ',');
+        }
+
+        if (i < x->nblocks) {
+            x->tokens[i] = n;
+        }
+    }
+
+    x->ntokens = n;
 }
 
 

@@ -93,6 +93,17 @@ typedef struct {
     ngx_uint_t                        nanswers;   /* [start, end) pairs of
                                                      the assistant
                                                      messages in answers */
+    uint32_t                         *tokens;     /* a prompt of one list
+                                                     of token ids alone:
+                                                     the ids wholly within
+                                                     blocks 0..i, for each
+                                                     block i (the
+                                                     process's, good until
+                                                     the next call); NULL:
+                                                     another prompt */
+    size_t                            ntokens;    /* its ids in the prompt
+                                                     (cut or not); 0 with
+                                                     NULL */
     unsigned                          whole:1;    /* len < max_prefix */
     unsigned                          nontext:1;  /* images, audio, files
                                                      or tool use parts */

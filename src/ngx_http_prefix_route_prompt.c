@@ -99,6 +99,7 @@ ngx_http_prefix_route_prompt_build(json_t *root,
     pr->nanswers = 0;
     pr->nontext = 0;
     pr->batch = 0;
+    pr->ids = 0;
     pr->key = 0;
     pr->seed = 0;
 
@@ -151,6 +152,12 @@ ngx_http_prefix_route_prompt_build(json_t *root,
 
     if (!w.keyed) {
         pr->key = pr->len;
+    }
+
+    /* ids are the engine's tokens only in one list of them alone */
+
+    if (pr->batch || pr->nontext != 1) {
+        pr->ids = 0;
     }
 
     ngx_http_prefix_route_prompt_seed(root, pr);
@@ -315,12 +322,20 @@ ngx_http_prefix_route_prompt_ids(ngx_http_prefix_route_walk_t *w,
     json_t *ids)
 {
     u_char      *p, num[NGX_INT64_LEN + 1];
-    size_t       i, n;
+    size_t       i, n, start;
     uint64_t     u;
     json_int_t   id;
 
+    start = w->pr->len;
+
     ngx_http_prefix_route_prompt_head(w, "prompt");
     ngx_http_prefix_route_prompt_byte(w, NGX_HTTP_PREFIX_ROUTE_FS);
+
+    /* the first list, with nothing before it (SGLang's media) */
+
+    if (start == 0) {
+        w->pr->ids = w->pr->len;
+    }
 
     n = json_array_size(ids);
 

@@ -44,6 +44,10 @@ typedef struct {
     ngx_uint_t   batch;   /* several prompts, or sequences, in one
                              request: an engine's native answer counts
                              each apart */
+    size_t       ids;     /* where the digits of the token ids begin
+                             when the prompt is one list of them and
+                             nothing else, bytes; 0: it is not (its
+                             engine tokens are then the ids: one a comma) */
 } ngx_http_prefix_route_prompt_t;
 
 

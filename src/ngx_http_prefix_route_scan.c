@@ -281,6 +281,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     pr->nanswers = 0;
     pr->nontext = 0;    /* such parts are left to jansson */
     pr->batch = 0;      /* and bodies that may be batches */
+    pr->ids = 0;        /* and token ids */
     pr->key = 0;
     pr->seed = 0;
 

@@ -61,11 +61,15 @@ typedef struct {
 } ngx_http_prefix_route_counts_t;
 
 
+static size_t ngx_http_prefix_route_usage_tail(
+    ngx_http_prefix_route_usage_t *u, u_char *buf);
 static ngx_int_t ngx_http_prefix_route_usage_find(u_char *start, size_t len,
     ngx_uint_t backward, ngx_http_prefix_route_tokens_t *t);
 static ngx_int_t ngx_http_prefix_route_usage_object(u_char *start,
     size_t len, ngx_uint_t backward, ngx_uint_t object,
     ngx_http_prefix_route_tokens_t *t);
+static u_char *ngx_http_prefix_route_usage_key(u_char *start, u_char *end,
+    u_char *q, ngx_str_t *key);
 static void ngx_http_prefix_route_usage_node(
     ngx_http_prefix_route_node_t *node, ngx_http_prefix_route_count_t *c);
 static void ngx_http_prefix_route_usage_member(json_t *v,
@@ -165,16 +169,10 @@ ngx_int_t
 ngx_http_prefix_route_usage_parse(ngx_http_prefix_route_usage_t *u,
     ngx_http_prefix_route_tokens_t *t)
 {
-    size_t  len, at, k;
+    size_t  len;
     u_char  buf[NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL];
 
-    len = (size_t) ngx_min(u->total, NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL);
-    at = (size_t) ((u->total - (off_t) len)
-                   % NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL);
-
-    k = ngx_min(len, NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL - at);
-    ngx_memcpy(buf, u->tail + at, k);
-    ngx_memcpy(buf + k, u->tail, len - k);
+    len = ngx_http_prefix_route_usage_tail(u, buf);
 
     if (ngx_http_prefix_route_usage_find(buf, len, 1, t) == NGX_OK) {
         return NGX_OK;
@@ -186,6 +184,26 @@ ngx_http_prefix_route_usage_parse(ngx_http_prefix_route_usage_t *u,
     }
 
     return ngx_http_prefix_route_usage_find(u->head, u->head_len, 0, t);
+}
+
+
+/* The tail's bytes in order into buf, TAIL bytes; returns how many */
+
+static size_t
+ngx_http_prefix_route_usage_tail(ngx_http_prefix_route_usage_t *u,
+    u_char *buf)
+{
+    size_t  len, at, k;
+
+    len = (size_t) ngx_min(u->total, NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL);
+    at = (size_t) ((u->total - (off_t) len)
+                   % NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL);
+
+    k = ngx_min(len, NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL - at);
+    ngx_memcpy(buf, u->tail + at, k);
+    ngx_memcpy(buf + k, u->tail, len - k);
+
+    return len;
 }
 
 
@@ -229,7 +247,7 @@ ngx_http_prefix_route_usage_object(u_char *start, size_t len,
     size_t       i, n;
     ngx_int_t    rc;
     ngx_str_t   *key;
-    ngx_uint_t   tries, slashes;
+    ngx_uint_t   tries;
 
     key = &ngx_http_prefix_route_usage_objects[object];
 
@@ -245,33 +263,9 @@ ngx_http_prefix_route_usage_object(u_char *start, size_t len,
 
         q = backward ? start + (n - 1 - i) : start + i;
 
-        if (ngx_memcmp(q, key->data, key->len) != 0) {
-            continue;
-        }
+        s = ngx_http_prefix_route_usage_key(start, end, q, key);
 
-        for (slashes = 0, s = q; s > start && s[-1] == '\\'; s--) {
-            slashes++;
-        }
-
-        if (slashes % 2) {
-            continue;
-        }
-
-        s = q + key->len;
-
-        while (s < end && ngx_http_prefix_route_json_space(*s)) {
-            s++;
-        }
-
-        if (s == end || *s++ != ':') {
-            continue;
-        }
-
-        while (s < end && ngx_http_prefix_route_json_space(*s)) {
-            s++;
-        }
-
-        if (s == end || *s != '{') {
+        if (s == NULL || *s != '{') {
             continue;
         }
 
@@ -288,6 +282,118 @@ ngx_http_prefix_route_usage_object(u_char *start, size_t len,
         if (rc == NGX_OK) {
             return NGX_OK;
         }
+    }
+
+    return NGX_DECLINED;
+}
+
+
+/*
+ * The value of the member whose key, quoted, is at q in start[0..end): the
+ * key not escaped (an even run of backslashes before it), then ':'; NULL
+ * when it is not one, or the value is not in the bytes.
+ */
+
+static u_char *
+ngx_http_prefix_route_usage_key(u_char *start, u_char *end, u_char *q,
+    ngx_str_t *key)
+{
+    u_char      *s;
+    ngx_uint_t   slashes;
+
+    if (ngx_memcmp(q, key->data, key->len) != 0) {
+        return NULL;
+    }
+
+    for (slashes = 0, s = q; s > start && s[-1] == '\\'; s--) {
+        slashes++;
+    }
+
+    if (slashes % 2) {
+        return NULL;
+    }
+
+    s = q + key->len;
+
+    while (s < end && ngx_http_prefix_route_json_space(*s)) {
+        s++;
+    }
+
+    if (s == end || *s++ != ':') {
+        return NULL;
+    }
+
+    while (s < end && ngx_http_prefix_route_json_space(*s)) {
+        s++;
+    }
+
+    return (s < end) ? s : NULL;
+}
+
+
+ngx_int_t
+ngx_http_prefix_route_usage_cut(ngx_http_prefix_route_usage_t *u,
+    uint64_t prompt, ngx_http_prefix_route_tokens_t *t)
+{
+    u_char                         *q, *s, *end;
+    size_t                          len;
+    json_t                         *cut;
+    json_error_t                    err;
+    ngx_http_prefix_route_count_t   c;
+    u_char                          buf[NGX_HTTP_PREFIX_ROUTE_USAGE_TAIL];
+
+    static ngx_str_t  key = ngx_string("\"cached_tokens\"");
+
+    len = ngx_http_prefix_route_usage_tail(u, buf);
+    end = buf + len;
+
+    if (len < key.len) {
+        return NGX_DECLINED;
+    }
+
+    for (q = end - key.len; q > buf; q--) {
+
+        if (ngx_http_prefix_route_usage_key(buf, end, q, &key) == NULL) {
+            continue;
+        }
+
+        /*
+         * a member after another: a quote after a comma is no string's
+         * (a string's quotes are escaped), whatever the tail cut off
+         */
+
+        for (s = q; s > buf && ngx_http_prefix_route_json_space(s[-1]); s--) {
+            /* void */
+        }
+
+        if (s == buf || s[-1] != ',') {
+            return NGX_DECLINED;
+        }
+
+        s[-1] = '{';
+
+        cut = json_loadb((char *) s - 1, end - s + 1,
+                         JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL, &err);
+
+        if (cut == NULL) {
+            return NGX_DECLINED;
+        }
+
+        ngx_http_prefix_route_usage_member(json_object_get(cut,
+                                                           "cached_tokens"),
+                                           &c);
+        json_decref(cut);
+
+        if (ngx_http_prefix_route_usage_count(&c, &t->cached) != NGX_OK
+            || t->cached > prompt)
+        {
+            return NGX_DECLINED;
+        }
+
+        t->prompt = prompt;
+        t->has_cached = 1;
+
+        return NGX_OK;
     }
 
     return NGX_DECLINED;

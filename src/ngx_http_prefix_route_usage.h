@@ -86,6 +86,18 @@ ngx_int_t ngx_http_prefix_route_usage_parse(ngx_http_prefix_route_usage_t *u,
     ngx_http_prefix_route_tokens_t *t);
 
 /*
+ * For a prompt of "prompt" tokens the module counted itself (token ids):
+ * SGLang's meta_info whose start the tail lost, as return_logprob puts a
+ * list for each prompt token before its counts.  Its last cached_tokens
+ * member after another member, and the members after it, are read as an
+ * object (jansson, at most TAIL bytes).  Returns NGX_OK with t->cached and
+ * t->prompt = prompt, or NGX_DECLINED (none, malformed, or out of range:
+ * not an integer from 0 to "prompt").
+ */
+ngx_int_t ngx_http_prefix_route_usage_cut(ngx_http_prefix_route_usage_t *u,
+    uint64_t prompt, ngx_http_prefix_route_tokens_t *t);
+
+/*
  * The reference reader of one object of counts of kind "object", from its
  * '{' at p to last at most (the bytes after it are not looked at):
  * jansson parses it, and the counts are read as usage_parse() describes.

@@ -98,6 +98,21 @@ our $Engine = "server {\n    listen " . ::addr(1) . ";\n" . <<'_EOC_' . "}\n";
     location /v1/template {
         return 200 '{"usage":{"prompt_tokens":250,"prompt_tokens_details":{"cached_tokens":200}}}';
     }
+    location /v1/ids-cold {
+        return 200 '{"text":"x","meta_info":{"id":"s2","finish_reason":{"type":"stop"},"prompt_tokens":600,"completion_tokens":1,"cached_tokens":0}}';
+    }
+    location /v1/ids-slow {
+        echo_sleep 0.3;
+        echo '{"text":"x","meta_info":{"id":"s3","finish_reason":{"type":"stop"},"prompt_tokens":600,"completion_tokens":1,"cached_tokens":0}}';
+    }
+    location /v1/ids-logprob {
+        echo -n '{"text":"x","output_ids":[13],"meta_info":{"id":"s5","finish_reason":{"type":"stop"},"prompt_tokens":600,"input_token_logprobs":[[null,1000,null]';
+        echo_duplicate 599 ',[-1.25,1001,null]';
+        echo '],"output_token_logprobs":[[-0.5,13,null]],"completion_tokens":1,"cached_tokens":592,"e2e_latency":0.1}}';
+    }
+    location /v1/ids-warm {
+        return 200 '{"text":"x","meta_info":{"id":"s4","finish_reason":{"type":"stop"},"prompt_tokens":600,"completion_tokens":1,"cached_tokens":592}}';
+    }
 _EOC_
 
 our $Config = ::proxy(add => "access_log logs/fb.log fb;") . <<'_EOC_';
@@ -145,6 +160,14 @@ sub ask_templated {
     my $req = ask($path, $tag);
     $req =~ s/"model":"m"/"chat_template":"{{ messages }}","model":"m"/ or die;
     return $req;
+}
+
+# SGLang's /generate at the engine's $path with 600 token ids from $first
+# on, as RL rollouts send them
+sub ids {
+    my ($path, $first) = @_;
+    my $ids = join(",", $first .. $first + 599);
+    return qq|POST /v1/$path\n{"input_ids":[$ids],"sampling_params":{"max_new_tokens":1}}|;
 }
 
 # a request of a prompt of its own to /v1/json with the model $model, a
@@ -447,3 +470,51 @@ the engine renders otherwise: it is a MISS, and a stays a HIT.
  "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
 --- response_body_like eval
 ["", "", "", "", '"feedback_under":0,"feedback_over":\d+,"feedback_dropped":0,']
+
+
+
+=== TEST 19: a prompt of token ids: the prediction is the ids its match holds, counted, not guessed from bytes
+The engine held 592 of the 600 ids the second time (vLLM caches whole
+blocks of 16, and computes the last token again): the prediction, the
+ids in the matched blocks, agrees.  Before, the ids were taken for text
+at 4 bytes a token: 750 tokens predicted, "under".
+--- request eval
+[::ids("ids-cold", 1000), ::ids("ids-warm", 1000), "GET /fb", "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+", "", ""]
+--- response_body_like eval
+['"meta_info"', '"meta_info"', '\A0\n592\n\z',
+ '"feedback_responses":2,"reported_prompt_tokens":1200,"reported_cached_tokens":592,"predicted_cached_tokens":(59[2-9]|600),"feedback_agreed":2,"feedback_under":0,"feedback_over":0,']
+
+
+
+=== TEST 20: feedback=correct: the engine evicted a prompt of token ids the index believed it held: what was recorded before it is dropped
+TEST 7 with token ids: a, then b (slow), then b again, which the engine
+says it held none of: a, recorded before b, is gone too, a MISS again.
+The prediction is the ids' own count, so it may correct the index as a
+prompt of text seen whole may.
+--- http_config eval
+::upstream("zone=llm:1m feedback=correct", 1) . $::Engine . $::Log
+--- request eval
+[::ids("ids-cold", 1000), ::ids("ids-slow", 2000), ::ids("ids-cold", 2000), ::ids("ids-cold", 1000),
+ "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+",
+ "X-Prefix-Route: MISS 0 \\d+", ""]
+--- response_body_like eval
+["", "", "", "",
+ '"feedback_responses":4,.*"feedback_under":1,"feedback_over":0,"feedback_dropped":[1-9]\d*,']
+
+
+
+=== TEST 21: SGLang's return_logprob: a list for each prompt token comes before meta_info's counts; for a prompt of token ids, its cached_tokens are read from the tail
+The answer is 12 KB, its meta_info's start lost with the head and the
+tail.  The ids' count stands for prompt_tokens; a prompt of text, whose
+tokens nginx cannot count, is not read from such an answer.
+--- request eval
+[::ids("ids-cold", 1000), ::ids("ids-logprob", 1000), ::ask("ids-logprob", "a"), "GET /fb", "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+", "X-Prefix-Route: MISS 0 \\d+", "", ""]
+--- response_body_like eval
+['"meta_info"', '\A\{"text":"x".*"cached_tokens":592,"e2e_latency":0\.1\}\}\n\z', '"meta_info"', '\A0\n592\n-\n\z',
+ '"feedback_responses":2,"reported_prompt_tokens":1200,"reported_cached_tokens":592,"predicted_cached_tokens":(59[2-9]|600),"feedback_agreed":2,']

@@ -35,6 +35,7 @@ typedef struct {
     ngx_int_t                         rc;
     ngx_http_prefix_route_extract_t   x;
     uint64_t                          hash[TEST_CAP / TEST_BLOCK];
+    uint32_t                          tokens[TEST_CAP / TEST_BLOCK];
     u_char                            buf[TEST_CAP];
     u_char                            name[32];
     size_t                            answers[2 * 8];
@@ -319,6 +320,60 @@ main(void)
                 "a prompt with an image part is told from one of text");
     }
 
+    /* token ids: the engine's tokens in each block, for feedback */
+    {
+        u_char      ids[4096];
+        uint32_t    d, lo, hi;
+        ngx_uint_t  k;
+
+        p = ngx_cpymem(ids, "{\"input_ids\":[", 14);
+
+        for (i = 0; i < 600; i++) {
+            p += snprintf((char *) p, 8, "%s%d", i ? "," : "",
+                          (int) (1000 + i));
+        }
+
+        p = ngx_cpymem(p, "]}", 2);
+
+        test_extract(ids, p - ids, 1, 0, a);
+
+        /* the first 300 ids: a prompt the 600 continue */
+        len = 14 + 300 * 5 - 1;
+        test_extract((u_char *) "{\"input_ids\":[]}", 16, 1, 0, b);
+        ngx_memcpy(ids + len, "]}", 2);
+        test_extract(ids, len + 2, 1, 0, b);
+
+        /* each block of 64 bytes holds 12 or 13 ids of 4 digits */
+        lo = TEST_BLOCK / 5;
+        hi = (TEST_BLOCK + 4) / 5;
+        ok = (a->rc == NGX_OK && a->x.tokens != NULL);
+
+        for (k = 1; ok && k < a->x.nblocks; k++) {
+            d = a->tokens[k] - a->tokens[k - 1];
+            ok = (d >= lo && d <= hi);
+        }
+
+        test_ok(ok && a->x.ntokens == 600 && a->tokens[0] <= hi
+                && a->tokens[a->x.nblocks - 1] > 600 - hi,
+                "token ids: the ids wholly in each block, and all 600");
+
+        ok = (b->rc == NGX_OK && b->x.ntokens == 300
+              && b->x.nblocks < a->x.nblocks);
+
+        for (k = 0; ok && k < b->x.nblocks; k++) {
+            ok = (a->tokens[k] == b->tokens[k] && a->hash[k] == b->hash[k]);
+        }
+
+        test_ok(ok, "token ids: a prompt the ids continue has the same "
+                    "blocks and counts");
+
+        body = test_chat(2, &len);
+        test_extract(body, len, 1, 0, b);
+        free(body);
+        test_ok(b->rc == NGX_OK && b->x.tokens == NULL && b->x.ntokens == 0,
+                "a prompt of text has no token counts");
+    }
+
     free(a);
     free(b);
 
@@ -394,6 +449,11 @@ test_extract(u_char *body, size_t len, ngx_uint_t pieces, ngx_uint_t in_file,
     if (test_own && out->rc == NGX_OK) {
         n = out->x.nblocks * sizeof(uint64_t);
         ngx_memcpy(out->hash, out->x.hash, ngx_min(n, sizeof(out->hash)));
+    }
+
+    if (out->rc == NGX_OK && out->x.tokens) {
+        n = out->x.nblocks * sizeof(uint32_t);
+        ngx_memcpy(out->tokens, out->x.tokens, ngx_min(n, sizeof(out->tokens)));
     }
 
     test_moved = (test_file.offset != 777);

@@ -57,6 +57,7 @@ typedef struct {
     ngx_uint_t  nanswers;
     ngx_uint_t  nontext;
     ngx_uint_t  batch;
+    size_t      ids;
     size_t      answers[2 * 4];  /* assistant messages: [start, end) */
     u_char      buf[TEST_SIZE + 16];
     ngx_int_t   fast;       /* the fast path's answer for the same body */
@@ -291,6 +292,7 @@ test_fast_path(u_char *text, size_t len, size_t size, test_out_t *ref)
         || pr.key != ref->key || pr.seed != ref->seed
         || pr.nanswers != ref->nanswers
         || pr.nontext != ref->nontext || pr.batch != ref->batch
+        || pr.ids != ref->ids
         || ngx_memcmp(answers, ref->answers,
                       2 * pr.nanswers * sizeof(size_t)) != 0)
     {
@@ -338,6 +340,7 @@ test_build_json(json_t *root, size_t size, test_out_t *out)
     out->nanswers = pr.nanswers;
     out->nontext = pr.nontext;
     out->batch = pr.batch;
+    out->ids = pr.ids;
 
     if (out->buf[size] != TEST_CANARY) {
         printf("Bail out! wrote past the prefix cap of %d bytes\n", (int) size);
@@ -1050,6 +1053,31 @@ main(void)
     test_ok(!out.batch && !out2.batch && out3.batch,
             "legacy: token ids and one prompt in a list are no batch, two "
             "token lists are");
+
+    test_build("{'input_ids':[12,3]}", TEST_SIZE, &out);
+    test_build("{'prompt':[[12,3]]}", TEST_SIZE, &out2);
+    test_ok(out.ids > 0 && out.ids == out2.ids && out.ids < out.len
+            && out.buf[out.ids - 1] == (u_char) FS[0]
+            && ngx_memcmp(out.buf + out.ids, "12,3,", 5) == 0
+            && out.len == out.ids + 5,
+            "token ids alone: where their digits begin, the same for a "
+            "batch of one list");
+
+    test_build("{'input_ids':[1,2],'image_data':'http://x/a.png'}",
+               TEST_SIZE, &out);
+    test_build("{'input_ids':[[1,2],[3]]}", TEST_SIZE, &out2);
+    test_build("{'prompt':'a'}", TEST_SIZE, &out3);
+    test_ok(out.ids == 0 && out2.ids == 0 && out3.ids == 0,
+            "token ids after an image, a batch of lists, and text: not "
+            "token ids alone");
+
+    test_build("{'input_ids':[1,2],'sampling_params':{'n':2}}", TEST_SIZE,
+               &out);
+    test_build("{'prompt':[1,2]}", 12, &out2);
+    test_ok(out.ids == 0 && out2.rc == NGX_OK && out2.ids > 0
+            && out2.ids < out2.len && out2.len == 12,
+            "token ids sampled twice are a batch; ids cut by the cap are "
+            "still ids");
 
     test_build("{'text':'a','sampling_params':{'n':1}}", TEST_SIZE, &out);
     test_build("{'messages':[{'role':'user','content':'a'}],'n':4}",

@@ -30,6 +30,9 @@
 
 static void test_usage(const char *name, const char *pre, size_t filler,
     const char *post, ngx_int_t rc, uint64_t prompt, uint64_t cached);
+static void test_read(const char *name, const char *pre, size_t filler,
+    const char *post, uint64_t cut, ngx_int_t rc, uint64_t prompt,
+    uint64_t cached);
 static void test_quote(u_char *p, size_t len);
 static void test_scan(const char *name, ngx_uint_t object, const char *json,
     ngx_int_t fast, ngx_int_t rc, uint64_t prompt, uint64_t cached);
@@ -48,6 +51,22 @@ static ngx_uint_t  test_answered, test_differ, test_tried;
 int
 main(void)
 {
+    size_t  i;
+
+    static struct {
+        char  *name;
+        char  *tail;
+    } cut[] = {
+        { "more cached than the ids counted", "],'cached_tokens':2048}}" },
+        { "cached_tokens first in an object",
+          "]},'details':{'cached_tokens':5}}" },
+        { "cached_tokens in a string",
+          "]},'text':'x,\\'cached_tokens\\':5}'}" },
+        { "cached_tokens null", "],'cached_tokens':null}}" },
+        { "cached_tokens negative", "],'cached_tokens':-1}}" },
+        { "cached_tokens in a truncated object", "],'cached_tokens':7,'e2e" }
+    };
+
     test_usage("chat completion: prompt and cached tokens",
         "{'id':'c1','object':'chat.completion','choices':[{'index':0,"
         "'message':{'role':'assistant','content':'hi'}}],", 0,
@@ -97,6 +116,38 @@ main(void)
         "','meta_info':{'prompt_tokens':2061,'completion_tokens':900,"
         "'cached_tokens':2048}}\n\ndata: [DONE]\n\n",
         NGX_OK, 2061, 2048);
+
+    test_read("SGLang's /generate with return_logprob: meta_info's start "
+        "is cut off the tail, its cached_tokens read for token ids",
+        "{'text':' Paris.','output_ids':[12366,13],'meta_info':{'id':'4f1c',"
+        "'finish_reason':{'type':'stop'},'prompt_tokens':2061,"
+        "'input_token_logprobs':[[null,1,null],[-2.5,", 20000,
+        "]],'output_token_logprobs':[[-0.1,12366,null],[-0.2,13,null]],"
+        "'completion_tokens':2,'cached_tokens':2048,"
+        "'cached_tokens_details':{'device':2048},'e2e_latency':0.07}}",
+        2061, NGX_OK, 2061, 2048);
+
+    test_read("SGLang's stream with return_logprob: the last event's",
+        "data: {'text':' P','meta_info':{'prompt_tokens':2061,"
+        "'input_token_logprobs':[", 20000,
+        "],'completion_tokens':1, 'cached_tokens' : 1024 }}\n\n"
+        "data: [DONE]\n\n",
+        2061, NGX_OK, 2061, 1024);
+
+    /* the tails of such answers that are not read, for 2000 ids */
+
+    for (i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
+        test_read(cut[i].name, "{'meta_info':{'input_token_logprobs':[",
+                  20000, cut[i].tail, 2000, NGX_DECLINED, 0, 0);
+    }
+
+    test_read("the same, without token ids: not read",
+        "{'meta_info':{'input_token_logprobs':[", 20000,
+        "],'cached_tokens':20}}", 0, NGX_DECLINED, 0, 0);
+
+    test_read("a whole meta_info is read as before, with token ids too",
+        "{'text':' P','meta_info':{'prompt_tokens':30,'completion_tokens':1,"
+        "'cached_tokens':16}}", 0, "", 30, NGX_OK, 30, 16);
 
     test_usage("llama-server's native /completion: timings",
         "{'index':0,'content':' Paris.','tokens':[],'id_slot':0,'stop':true,"
@@ -454,6 +505,19 @@ static void
 test_usage(const char *name, const char *pre, size_t filler, const char *post,
     ngx_int_t rc, uint64_t prompt, uint64_t cached)
 {
+    test_read(name, pre, filler, post, 0, rc, prompt, cached);
+}
+
+
+/*
+ * As test_usage(), for a prompt of "cut" tokens the caller counted (token
+ * ids): where usage_parse() declines, usage_cut() reads the tail.
+ */
+
+static void
+test_read(const char *name, const char *pre, size_t filler, const char *post,
+    uint64_t cut, ngx_int_t rc, uint64_t prompt, uint64_t cached)
+{
     u_char                          *body;
     size_t                           len, a, b, i, piece, step[3];
     ngx_int_t                        got;
@@ -492,6 +556,10 @@ test_usage(const char *name, const char *pre, size_t filler, const char *post,
 
         ngx_memzero(&t, sizeof(t));
         got = ngx_http_prefix_route_usage_parse(&u, &t);
+
+        if (got != NGX_OK && cut) {
+            got = ngx_http_prefix_route_usage_cut(&u, cut, &t);
+        }
 
         if (got != rc
             || (rc == NGX_OK
