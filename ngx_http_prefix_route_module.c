@@ -2122,8 +2122,8 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
          * in the matched blocks; tolerated, the coarser of the engine's
          * block and the index's, in tokens
          */
-        predicted = ngx_http_prefix_route_ids(ctx, m);
-        would = ngx_http_prefix_route_ids(ctx, wm);
+        predicted = ngx_min(ngx_http_prefix_route_ids(ctx, m), t->prompt);
+        would = ngx_min(ngx_http_prefix_route_ids(ctx, wm), t->prompt);
         tol = ngx_max(NGX_HTTP_PREFIX_ROUTE_AGREE,
                       ctx->tokens[ctx->nblocks - 1] / ctx->nblocks + 1);
 

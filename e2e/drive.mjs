@@ -21,8 +21,9 @@
 // llama-server's native /completion (no SDK): one prompt twice, the
 // servers it went to, the share of the second that the server reported
 // cached (timings), and how many responses the module's status counted
-// meanwhile (null without a status page); then the same for a prompt of
-// token ids, as RL rollout frameworks send them.
+// meanwhile and how many of them agreed with the prediction (null
+// without a status page); then the same for a prompt of token ids, as RL
+// rollout frameworks send them.
 
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
@@ -206,13 +207,15 @@ async function sdk() {
   process.exitCode = failed.length ? 1 : 0;
 }
 
-// the responses the status page counted, or null without one
+// the responses the status page counted, and those whose cached tokens
+// agreed with the prediction, or null without a status page
 async function fedBack() {
   const r = await fetch(url + "/status");
   if (!r.ok) return null;
   const st = await r.json();
-  return st.upstreams.flatMap((u) => u.peers)
-    .reduce((n, p) => n + p.feedback_responses, 0);
+  const peers = st.upstreams.flatMap((u) => u.peers);
+  return { read: peers.reduce((n, p) => n + p.feedback_responses, 0),
+           agreed: peers.reduce((n, p) => n + p.feedback_agreed, 0) };
 }
 
 async function nativeCompletion(prompt) {
@@ -228,9 +231,11 @@ async function nativeCompletion(prompt) {
     timings = (await r.json()).timings;
   }
   const after = await fedBack();
+  const known = before !== null && after !== null;
   return { servers: servers.size,
            cached: timings.cache_n / (timings.cache_n + timings.prompt_n),
-           fed_back: before === null || after === null ? null : after - before };
+           fed_back: known ? after.read - before.read : null,
+           agreed: known ? after.agreed - before.agreed : null };
 }
 
 const modes = { "shared-prefix": sharedPrefix, "multi-turn": multiTurn, sdk };

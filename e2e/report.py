@@ -82,14 +82,20 @@ def checks(r):
                           for k, n in nat.items())))
     tok = {k: ws["sdk"].get("tokens") for k, ws in r.items()}
     out.append(("llama-server's native /completion, one prompt of token "
-                "ids twice: one server, and the second at least 0.9 cached "
-                "(prefix_route, cache_aware)",
+                "ids twice: one server, the second at least 0.9 cached, "
+                "and both answers' cached tokens within one block of the "
+                "prediction, the ids counted (prefix_route, cache_aware)",
                 all(tok[k] and tok[k]["servers"] == 1
                     and tok[k]["cached"] >= 0.9
+                    and tok[k].get("fed_back") == 2
+                    and tok[k].get("agreed") == 2
                     for k in ("prefix_route", "cache_aware")),
                 "; ".join("%s: %s" % (k, "failed" if not n else
                                       "%d server(s), %.2f of the second "
-                                      "cached" % (n["servers"], n["cached"]))
+                                      "cached, %s answer(s) read, %s "
+                                      "agreed"
+                                      % (n["servers"], n["cached"],
+                                         n.get("fed_back"), n.get("agreed")))
                           for k, n in tok.items())))
     conv = {k: ws["sdk"]["conversation_servers"] for k, ws in r.items()}
     out.append(("every turn of the SDK conversation on one server "
