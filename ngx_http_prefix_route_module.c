@@ -48,6 +48,13 @@
 #define NGX_HTTP_PREFIX_ROUTE_AGREE         16
 
 /*
+ * An engine caches whole pages of up to this many tokens (64: FlashMLA's,
+ * SGLang's with MLA models); a prediction of at least one page is never
+ * halved by the rounding, so only such a one may read as an eviction.
+ */
+#define NGX_HTTP_PREFIX_ROUTE_PAGE          64
+
+/*
  * a model's prediction offset (tokens x 16) learns from reports within
  * 128 tokens of the prediction (8 engine blocks), 1/16 of the difference,
  * which counts up to 32 tokens: 2 tokens a report at most
@@ -108,6 +115,9 @@ typedef struct {
                                                         files in it */
     unsigned                            foreign_salt:1; /* one the index
                                                         leaves out */
+    unsigned                            skip_cache:1; /* the engine asked
+                                                        not to read its
+                                                        cache for it */
     unsigned                            batch:1;     /* answers counted
                                                         apart */
     unsigned                            read:1;      /* the response: done
@@ -944,6 +954,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ctx->whole = x.whole;
     ctx->nontext = x.nontext;
     ctx->foreign_salt = x.foreign_salt;
+    ctx->skip_cache = x.skip_cache;
     ctx->batch = x.batch;
     ctx->key = x.key;
     ctx->key_len = x.key_len;
@@ -2026,7 +2037,10 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  * a prompt of token ids alone is the engine's tokens, counted exactly),
  * or one of a prompt whose cache_salt the engine keys by and the index
  * does not (prefix_route_salt ... cache_salt=off): each would let one
- * client's request drop every client's blocks.  When the engine held
+ * client's request drop every client's blocks; nor a prediction of less
+ * than an engine page, which the page's rounding may halve.  The answer
+ * to a request that asked the engine not to read its cache is not
+ * compared at all.  When the engine held
  * more (another nginx instance or a direct client warmed it), there is
  * nothing to drop: the prompt was recorded whole when the server was
  * chosen.
@@ -2112,7 +2126,12 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
         ratio->samples++;
     }
 
-    if (!t->has_cached) {
+    /*
+     * an engine asked not to read its cache for this prompt (its prompt
+     * logprobs, say) reports what it computed, not what it holds
+     */
+
+    if (!t->has_cached || ctx->skip_cache) {
         goto done;
     }
 
@@ -2205,6 +2224,7 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
             && ctx->stamped
             && (sample || ctx->tokens)
             && !ctx->foreign_salt
+            && predicted >= NGX_HTTP_PREFIX_ROUTE_PAGE
             && t->cached * 2 < predicted
             && (int32_t) ((uint32_t) ctx->chosen - ctx->stamp)
                > (ngx_msec_int_t) (now - ctx->chosen))

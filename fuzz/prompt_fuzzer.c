@@ -441,6 +441,7 @@ fuzz_scan(const uint8_t *data, size_t size, size_t cap, json_t *again)
         || pr.nontext != ref.nontext
         || pr.batch != ref.batch
         || pr.ids != ref.ids
+        || pr.skip_cache != ref.skip_cache
         || ngx_memcmp(pr.answers, ref.answers,
                       2 * pr.nanswers * sizeof(size_t)) != 0)
     {

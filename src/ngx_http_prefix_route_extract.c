@@ -142,6 +142,7 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     x->whole = 0;
     x->nontext = 0;
     x->batch = 0;
+    x->skip_cache = 0;
     x->foreign_salt = 0;
     x->json_error = 0;
     x->position = 0;
@@ -186,6 +187,7 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     pr.nanswers = 0;
     pr.nontext = 0;
     pr.batch = 0;
+    pr.skip_cache = 0;
     pr.ids = 0;
 
     /*
@@ -268,6 +270,7 @@ built:
     x->nanswers = pr.nanswers;
     x->nontext = (pr.nontext > 0);
     x->batch = (pr.batch > 0);
+    x->skip_cache = (pr.skip_cache > 0);
     x->nblocks = ngx_http_prefix_route_hash_blocks(pr.buf, pr.len, x->block,
                                                    pr.seed, x->hash,
                                                    x->max_prefix / x->block);

@@ -109,6 +109,10 @@ typedef struct {
                                                      or tool use parts */
     unsigned                          batch:1;    /* several prompts or
                                                      sequences */
+    unsigned                          skip_cache:1; /* the engine is
+                                                     asked not to read its
+                                                     cache for it
+                                                     (prompt.h) */
     unsigned                          foreign_salt:1; /* a cache_salt the
                                                      index does not key
                                                      by (cache_salt=off) */

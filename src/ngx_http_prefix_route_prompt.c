@@ -81,6 +81,7 @@ static void ngx_http_prefix_route_prompt_byte(ngx_http_prefix_route_walk_t *w,
 static void ngx_http_prefix_route_prompt_key(ngx_http_prefix_route_walk_t *w);
 static json_t *ngx_http_prefix_route_prompt_get(json_t *obj, const char *key);
 static ngx_uint_t ngx_http_prefix_route_prompt_eq(json_t *v, char *s);
+static ngx_uint_t ngx_http_prefix_route_prompt_skip_cache(json_t *root);
 static void ngx_http_prefix_route_prompt_seed(json_t *root,
     ngx_http_prefix_route_prompt_t *pr);
 static char *ngx_http_prefix_route_prompt_bytes(json_t *v, u_char **p,
@@ -99,6 +100,7 @@ ngx_http_prefix_route_prompt_build(json_t *root,
     pr->nanswers = 0;
     pr->nontext = 0;
     pr->batch = 0;
+    pr->skip_cache = 0;
     pr->ids = 0;
     pr->key = 0;
     pr->seed = 0;
@@ -159,6 +161,8 @@ ngx_http_prefix_route_prompt_build(json_t *root,
     if (pr->batch || pr->nontext != 1) {
         pr->ids = 0;
     }
+
+    pr->skip_cache = ngx_http_prefix_route_prompt_skip_cache(root);
 
     ngx_http_prefix_route_prompt_seed(root, pr);
 
@@ -814,6 +818,37 @@ ngx_http_prefix_route_prompt_eq(json_t *v, char *s)
 
     return json_string_length(v) == len
            && ngx_memcmp(json_string_value(v), s, len) == 0;
+}
+
+
+/*
+ * Whether the request asks the engine not to read its cache for the
+ * prompt, or for part of it: vLLM's prompt_logprobs and
+ * skip_reading_prefix_cache, legacy Completions' echo with logprobs
+ * (the prompt's logprobs, in vLLM and SGLang), SGLang's return_logprob
+ * with a logprob_start_len (its prefix match stops there), llama.cpp
+ * server's cache_prompt false.  The fast path leaves these members to
+ * jansson (ngx_http_prefix_route_scan_skip_cache[]).
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_prompt_skip_cache(json_t *root)
+{
+    json_t  *v;
+
+    v = ngx_http_prefix_route_prompt_get(root, "logprob_start_len");
+
+    return (ngx_http_prefix_route_prompt_get(root, "prompt_logprobs")
+            != NULL
+            && !json_is_false(json_object_get(root, "prompt_logprobs")))
+           || json_is_true(json_object_get(root,
+                                           "skip_reading_prefix_cache"))
+           || (json_is_true(json_object_get(root, "echo"))
+               && ngx_http_prefix_route_prompt_get(root, "logprobs") != NULL
+               && !json_is_false(json_object_get(root, "logprobs")))
+           || (json_is_true(json_object_get(root, "return_logprob"))
+               && json_is_integer(v) && json_integer_value(v) >= 0)
+           || json_is_false(json_object_get(root, "cache_prompt"));
 }
 
 

@@ -44,6 +44,10 @@ typedef struct {
     ngx_uint_t   batch;   /* several prompts, or sequences, in one
                              request: an engine's native answer counts
                              each apart */
+    ngx_uint_t   skip_cache; /* the request asks the engine to compute
+                             the prompt, or part of it, anew (prompt
+                             logprobs, its cache off): its answer's
+                             cached tokens say nothing of the cache */
     size_t       ids;     /* where the digits of the token ids begin
                              when the prompt is one list of them and
                              nothing else, bytes; 0: it is not (its

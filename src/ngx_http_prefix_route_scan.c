@@ -250,6 +250,16 @@ static ngx_str_t  ngx_http_prefix_route_scan_prompts[] = {
     ngx_string("video_data"), ngx_string("sampling_params")
 };
 
+/*
+ * the members that may ask the engine not to read its cache, left to
+ * jansson (ngx_http_prefix_route_prompt_skip_cache())
+ */
+static ngx_str_t  ngx_http_prefix_route_scan_skip_cache[] = {
+    ngx_string("prompt_logprobs"), ngx_string("skip_reading_prefix_cache"),
+    ngx_string("echo"), ngx_string("logprob_start_len"),
+    ngx_string("cache_prompt")
+};
+
 /* their places in the table */
 #define NGX_HTTP_PREFIX_ROUTE_SCAN_PROMPT        0
 #define NGX_HTTP_PREFIX_ROUTE_SCAN_INPUT         1
@@ -282,6 +292,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     pr->nontext = 0;    /* such parts are left to jansson */
     pr->batch = 0;      /* and bodies that may be batches */
     pr->ids = 0;        /* and token ids */
+    pr->skip_cache = 0; /* and bodies that may turn the cache off */
     pr->key = 0;
     pr->seed = 0;
 
@@ -333,6 +344,16 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
                                       &ngx_http_prefix_route_scan_prompts[i]))
             {
                 f = &rendered[i];
+            }
+        }
+
+        for (i = 0; i < sizeof(ngx_http_prefix_route_scan_skip_cache)
+                        / sizeof(ngx_str_t); i++)
+        {
+            if (ngx_http_prefix_route_scan_eq(&key,
+                                    &ngx_http_prefix_route_scan_skip_cache[i]))
+            {
+                return NGX_DECLINED;
             }
         }
 

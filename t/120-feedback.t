@@ -106,9 +106,15 @@ our $Engine = "server {\n    listen " . ::addr(1) . ";\n" . <<'_EOC_' . "}\n";
         echo '{"text":"x","meta_info":{"id":"s3","finish_reason":{"type":"stop"},"prompt_tokens":600,"completion_tokens":1,"cached_tokens":0}}';
     }
     location /v1/ids-logprob {
-        echo -n '{"text":"x","output_ids":[13],"meta_info":{"id":"s5","finish_reason":{"type":"stop"},"prompt_tokens":600,"input_token_logprobs":[[null,1000,null]';
-        echo_duplicate 599 ',[-1.25,1001,null]';
-        echo '],"output_token_logprobs":[[-0.5,13,null]],"completion_tokens":1,"cached_tokens":592,"e2e_latency":0.1}}';
+        echo -n '{"text":"x","output_ids":[13],"meta_info":{"id":"s5","finish_reason":{"type":"length"},"prompt_tokens":600,"input_token_logprobs":[[-2.5,1599,null]],"output_token_logprobs":[[-0.5,13,null]';
+        echo_duplicate 799 ',[-1.25,1001,null]';
+        echo '],"completion_tokens":800,"cached_tokens":592,"e2e_latency":0.1}}';
+    }
+    location /v1/ids-score {
+        return 200 '{"text":"","meta_info":{"id":"s6","finish_reason":{"type":"length"},"prompt_tokens":600,"input_token_logprobs":[[null,1000,null]],"completion_tokens":0,"cached_tokens":0}}';
+    }
+    location /v1/ids-short {
+        return 200 '{"text":"x","meta_info":{"id":"s7","finish_reason":{"type":"stop"},"prompt_tokens":40,"completion_tokens":1,"cached_tokens":0}}';
     }
     location /v1/ids-warm {
         return 200 '{"text":"x","meta_info":{"id":"s4","finish_reason":{"type":"stop"},"prompt_tokens":600,"completion_tokens":1,"cached_tokens":592}}';
@@ -162,12 +168,13 @@ sub ask_templated {
     return $req;
 }
 
-# SGLang's /generate at the engine's $path with 600 token ids from $first
-# on, as RL rollouts send them
+# SGLang's /generate at the engine's $path with $n (600) token ids from
+# $first on, as RL rollouts send them, and $more members
 sub ids {
-    my ($path, $first) = @_;
-    my $ids = join(",", $first .. $first + 599);
-    return qq|POST /v1/$path\n{"input_ids":[$ids],"sampling_params":{"max_new_tokens":1}}|;
+    my ($path, $first, $more, $n) = @_;
+    my $ids = join(",", $first .. $first + ($n // 600) - 1);
+    $more //= "";
+    return qq|POST /v1/$path\n{"input_ids":[$ids],"sampling_params":{"max_new_tokens":1}$more}|;
 }
 
 # a request of a prompt of its own to /v1/json with the model $model, a
@@ -507,14 +514,56 @@ prompt of text seen whole may.
 
 
 
-=== TEST 21: SGLang's return_logprob: a list for each prompt token comes before meta_info's counts; for a prompt of token ids, its cached_tokens are read from the tail
-The answer is 12 KB, its meta_info's start lost with the head and the
-tail.  The ids' count stands for prompt_tokens; a prompt of text, whose
-tokens nginx cannot count, is not read from such an answer.
+=== TEST 21: SGLang's return_logprob: a list for each generated token comes before meta_info's counts; for a prompt of token ids, its cached_tokens are read from the tail
+The answer to 800 generated tokens is 15 KB, its meta_info's start lost
+with the head and the tail.  The ids' count stands for prompt_tokens; a
+prompt of text, whose tokens nginx cannot count, is not read from such
+an answer.
 --- request eval
 [::ids("ids-cold", 1000), ::ids("ids-logprob", 1000), ::ask("ids-logprob", "a"), "GET /fb", "GET /status"]
 --- response_headers_like eval
 ["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+", "X-Prefix-Route: MISS 0 \\d+", "", ""]
 --- response_body_like eval
-['"meta_info"', '\A\{"text":"x".*"cached_tokens":592,"e2e_latency":0\.1\}\}\n\z', '"meta_info"', '\A0\n592\n-\n\z',
+['"meta_info"', '\A\{"text":"x".*"completion_tokens":800,"cached_tokens":592,"e2e_latency":0\.1\}\}\n\z', '"meta_info"', '\A0\n592\n-\n\z',
  '"feedback_responses":2,"reported_prompt_tokens":1200,"reported_cached_tokens":592,"predicted_cached_tokens":(59[2-9]|600),"feedback_agreed":2,']
+
+
+
+=== TEST 22: feedback=correct: an answer to a request that asked the engine not to read its cache is not compared, and drops nothing
+As TEST 20, b's third request scores its prompt (SGLang's
+return_logprob from logprob_start_len 0, as RL reference models do):
+SGLang matches no prefix then, and reports 0 cached of a prompt it
+holds.  Nor does a chat request with vLLM's prompt_logprobs count: a
+stays a HIT, and 3 answers are compared, none under.
+--- http_config eval
+::upstream("zone=llm:1m feedback=correct", 1) . $::Engine . $::Log
+--- request eval
+my $chat = ::ask("cold", "b");
+$chat =~ s/"model":"m"/"prompt_logprobs":1,"model":"m"/ or die;
+[::ids("ids-cold", 1000), ::ids("ids-slow", 2000),
+ ::ids("ids-score", 2000, ',"return_logprob":true,"logprob_start_len":0'), $chat,
+ ::ids("ids-warm", 1000), "GET /fb", "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+",
+ "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+", "", ""]
+--- response_body_like eval
+["", "", "", "", "", '\A0\n0\n0\n0\n592\n\z',
+ '"feedback_responses":3,.*"feedback_agreed":3,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,']
+
+
+
+=== TEST 23: feedback=correct: a prediction shorter than an engine page (64 tokens) is counted, and drops nothing
+A prompt of 40 token ids, recorded, then sent again: the engine (pages
+of 64 tokens) holds none of it.  That is under the prediction, and no
+eviction: z, recorded before, stays a HIT.
+--- http_config eval
+::upstream("zone=llm:1m feedback=correct", 1) . $::Engine . $::Log
+--- request eval
+[::ids("ids-cold", 1000), ::ids("ids-slow", 5000, "", 40), ::ids("ids-short", 5000, "", 40),
+ ::ids("ids-warm", 1000), "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+",
+ "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
+--- response_body_like eval
+["", "", "", "",
+ '"feedback_responses":4,.*"feedback_agreed":3,"feedback_under":1,"feedback_over":0,"feedback_dropped":0,']

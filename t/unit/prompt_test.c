@@ -57,6 +57,7 @@ typedef struct {
     ngx_uint_t  nanswers;
     ngx_uint_t  nontext;
     ngx_uint_t  batch;
+    ngx_uint_t  skip_cache;
     size_t      ids;
     size_t      answers[2 * 4];  /* assistant messages: [start, end) */
     u_char      buf[TEST_SIZE + 16];
@@ -292,7 +293,7 @@ test_fast_path(u_char *text, size_t len, size_t size, test_out_t *ref)
         || pr.key != ref->key || pr.seed != ref->seed
         || pr.nanswers != ref->nanswers
         || pr.nontext != ref->nontext || pr.batch != ref->batch
-        || pr.ids != ref->ids
+        || pr.ids != ref->ids || pr.skip_cache != ref->skip_cache
         || ngx_memcmp(answers, ref->answers,
                       2 * pr.nanswers * sizeof(size_t)) != 0)
     {
@@ -341,6 +342,7 @@ test_build_json(json_t *root, size_t size, test_out_t *out)
     out->nontext = pr.nontext;
     out->batch = pr.batch;
     out->ids = pr.ids;
+    out->skip_cache = pr.skip_cache;
 
     if (out->buf[size] != TEST_CANARY) {
         printf("Bail out! wrote past the prefix cap of %d bytes\n", (int) size);
@@ -1078,6 +1080,53 @@ main(void)
             && out2.ids < out2.len && out2.len == 12,
             "token ids sampled twice are a batch; ids cut by the cap are "
             "still ids");
+
+    /* requests that ask the engine not to read its cache for the prompt */
+    {
+        ngx_uint_t  ok;
+
+        static char  *skip[] = {
+            "{'prompt':'a','prompt_logprobs':0}",
+            "{'messages':[{'role':'user','content':'a'}],"
+            "'skip_reading_prefix_cache':true}",
+            "{'prompt':'a','echo':true,'logprobs':1}",
+            "{'input_ids':[1,2],'return_logprob':true,'logprob_start_len':0}",
+            "{'prompt':'a','cache_prompt':false}"
+        };
+
+        static char  *read[] = {
+            "{'prompt':'a','prompt_logprobs':null}",
+            "{'prompt':'a','echo':true}",
+            "{'prompt':'a','echo':true,'logprobs':null}",
+            "{'messages':[{'role':'user','content':'a'}],'logprobs':true}",
+            "{'input_ids':[1,2],'return_logprob':true}",
+            "{'input_ids':[1,2],'return_logprob':true,"
+            "'logprob_start_len':-1}",
+            "{'text':'a','logprob_start_len':0}",
+            "{'prompt':'a','cache_prompt':true}"
+        };
+
+        ok = 1;
+
+        for (i = 0; i < sizeof(skip) / sizeof(skip[0]); i++) {
+            test_build(skip[i], TEST_SIZE, &out);
+            ok = ok && out.rc == NGX_OK && out.skip_cache
+                 && out.fast == NGX_DECLINED;
+        }
+
+        test_ok(ok, "prompt logprobs, a cache off, SGLang's logprobs from a "
+                    "start: the engine skips its cache; left to jansson");
+
+        ok = 1;
+
+        for (i = 0; i < sizeof(read) / sizeof(read[0]); i++) {
+            test_build(read[i], TEST_SIZE, &out);
+            ok = ok && out.rc == NGX_OK && !out.skip_cache;
+        }
+
+        test_ok(ok, "output logprobs, echo alone, nulls, a start of -1, a "
+                    "cache on: the engine reads its cache");
+    }
 
     test_build("{'text':'a','sampling_params':{'n':1}}", TEST_SIZE, &out);
     test_build("{'messages':[{'role':'user','content':'a'}],'n':4}",

@@ -120,16 +120,16 @@ main(void)
     test_read("SGLang's /generate with return_logprob: meta_info's start "
         "is cut off the tail, its cached_tokens read for token ids",
         "{'text':' Paris.','output_ids':[12366,13],'meta_info':{'id':'4f1c',"
-        "'finish_reason':{'type':'stop'},'prompt_tokens':2061,"
-        "'input_token_logprobs':[[null,1,null],[-2.5,", 20000,
-        "]],'output_token_logprobs':[[-0.1,12366,null],[-0.2,13,null]],"
-        "'completion_tokens':2,'cached_tokens':2048,"
+        "'finish_reason':{'type':'length'},'prompt_tokens':2061,"
+        "'input_token_logprobs':[[-2.5,13,null]],"
+        "'output_token_logprobs':[[-0.1,12366,null],[-0.2,", 20000,
+        "]],'completion_tokens':2000,'cached_tokens':2048,"
         "'cached_tokens_details':{'device':2048},'e2e_latency':0.07}}",
         2061, NGX_OK, 2061, 2048);
 
     test_read("SGLang's stream with return_logprob: the last event's",
         "data: {'text':' P','meta_info':{'prompt_tokens':2061,"
-        "'input_token_logprobs':[", 20000,
+        "'output_token_logprobs':[", 20000,
         "],'completion_tokens':1, 'cached_tokens' : 1024 }}\n\n"
         "data: [DONE]\n\n",
         2061, NGX_OK, 2061, 1024);
@@ -137,12 +137,12 @@ main(void)
     /* the tails of such answers that are not read, for 2000 ids */
 
     for (i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
-        test_read(cut[i].name, "{'meta_info':{'input_token_logprobs':[",
+        test_read(cut[i].name, "{'meta_info':{'output_token_logprobs':[",
                   20000, cut[i].tail, 2000, NGX_DECLINED, 0, 0);
     }
 
     test_read("the same, without token ids: not read",
-        "{'meta_info':{'input_token_logprobs':[", 20000,
+        "{'meta_info':{'output_token_logprobs':[", 20000,
         "],'cached_tokens':20}}", 0, NGX_DECLINED, 0, 0);
 
     test_read("a whole meta_info is read as before, with token ids too",
