@@ -836,19 +836,27 @@ ngx_http_prefix_route_prompt_skip_cache(json_t *root)
 {
     json_t  *v;
 
-    v = ngx_http_prefix_route_prompt_get(root, "logprob_start_len");
+    v = ngx_http_prefix_route_prompt_get(root, "prompt_logprobs");
 
-    return (ngx_http_prefix_route_prompt_get(root, "prompt_logprobs")
-            != NULL
-            && !json_is_false(json_object_get(root, "prompt_logprobs")))
-           || json_is_true(json_object_get(root,
-                                           "skip_reading_prefix_cache"))
-           || (json_is_true(json_object_get(root, "echo"))
-               && ngx_http_prefix_route_prompt_get(root, "logprobs") != NULL
-               && !json_is_false(json_object_get(root, "logprobs")))
-           || (json_is_true(json_object_get(root, "return_logprob"))
-               && json_is_integer(v) && json_integer_value(v) >= 0)
-           || json_is_false(json_object_get(root, "cache_prompt"));
+    if ((v != NULL && !json_is_false(v))
+        || json_is_true(json_object_get(root, "skip_reading_prefix_cache"))
+        || json_is_false(json_object_get(root, "cache_prompt")))
+    {
+        return 1;
+    }
+
+    v = ngx_http_prefix_route_prompt_get(root, "logprobs");
+
+    if (json_is_true(json_object_get(root, "echo"))
+        && v != NULL && !json_is_false(v))
+    {
+        return 1;
+    }
+
+    v = json_object_get(root, "logprob_start_len");
+
+    return json_is_true(json_object_get(root, "return_logprob"))
+           && json_is_integer(v) && json_integer_value(v) >= 0;
 }
 
 
