@@ -2054,7 +2054,7 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     size_t                             wm;
     int64_t                            d, o;
     uint64_t                           sample, bpt, predicted, would, tol;
-    ngx_uint_t                         n, i, k, a, wa;
+    ngx_uint_t                         n, i, k, a, wa, dropped;
     ngx_msec_t                         now;
     ngx_http_prefix_route_sh_t        *sh;
     ngx_http_prefix_route_peer_t      *sp;
@@ -2068,6 +2068,8 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     sh = idx->sh;
     sp = ctx->peer;
     now = ngx_current_msec;
+    predicted = 0;
+    dropped = 0;
 
     ctx->reported = t->has_cached;
     ctx->cached = t->cached;
@@ -2229,8 +2231,9 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
             && (int32_t) ((uint32_t) ctx->chosen - ctx->stamp)
                > (ngx_msec_int_t) (now - ctx->chosen))
         {
-            fb->dropped += ngx_http_prefix_route_index_trim(idx, sp, 0,
-                                                            &ctx->stamp);
+            dropped = ngx_http_prefix_route_index_trim(idx, sp, 0,
+                                                       &ctx->stamp);
+            fb->dropped += dropped;
         }
 
     } else {
@@ -2240,6 +2243,16 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
 done:
 
     ngx_shmtx_unlock(&idx->shpool->mutex);
+
+    /* counts and the server only: when and where the index was trimmed */
+
+    if (dropped && r->upstream && r->upstream->peer.name) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "prefix_route: %V held %uL of %uL cached tokens "
+                      "predicted, an eviction: %ui index entries recorded "
+                      "before the prefix dropped",
+                      r->upstream->peer.name, t->cached, predicted, dropped);
+    }
 
     ngx_log_debug5(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                    "prefix_route: usage: %uL prompt tokens, %uL cached "
