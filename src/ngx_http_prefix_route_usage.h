@@ -88,7 +88,7 @@ ngx_int_t ngx_http_prefix_route_usage_parse(ngx_http_prefix_route_usage_t *u,
 /*
  * For a prompt of "prompt" tokens the module counted itself (token ids):
  * SGLang's meta_info whose start the tail lost, as return_logprob puts a
- * list for each prompt token before its counts.  Its last cached_tokens
+ * list for each generated token before its counts.  Its last cached_tokens
  * member after another member, and the members after it, are read as an
  * object (jansson, at most TAIL bytes).  Returns NGX_OK with t->cached and
  * t->prompt = prompt, or NGX_DECLINED (none, malformed, or out of range:
