@@ -2686,6 +2686,25 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     prcf->choice.slack = prcf->block;
 
+    /*
+     * the other instances' requests refresh a server's blocks on the
+     * engine, not in this index: an eviction one instance hears of cannot
+     * date its other blocks (docs/design.md, "Feedback from the engines")
+     */
+
+    if (prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
+        && prcf->choice.instances > 1)
+    {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "\"feedback=correct\" works as \"feedback=on\" "
+                           "with \"instances=%ui\": an eviction reported "
+                           "to one instance cannot date the blocks "
+                           "the others keep in use",
+                           prcf->choice.instances);
+
+        prcf->feedback = NGX_HTTP_PREFIX_ROUTE_FEEDBACK_ON;
+    }
+
     if (prcf->choice.policy == NGX_HTTP_PREFIX_ROUTE_POLICY_CACHE_AWARE) {
 
         for (i = 1; i < cf->args->nelts; i++) {

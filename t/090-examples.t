@@ -17,7 +17,8 @@
 # of each example must fail with the error that names the mistake: one
 # with an unknown prefix_route parameter, one without the load_module line
 # (so the test also fails if the module is not what makes the example
-# valid).
+# valid).  A copy with "feedback=correct instances=3" must pass with the
+# warning that says it works as feedback=on there.
 #
 # This file does not start nginx and needs no port: it uses Test::More,
 # not the Test::Nginx::Socket block format.  TEST_NGINX_BINARY and
@@ -152,6 +153,17 @@ for my $path (@Examples) {
     isnt($rc, 0, "$name with an unknown parameter: nginx -t fails");
     like($out, qr/\[emerg\].*invalid parameter "bogus=1"/,
          "$name with an unknown parameter: nginx -t names it");
+
+    # a copy for several nginx instances that asks for feedback=correct,
+    # whose trims one instance cannot date: it starts, with a warning
+    ($bad = $conf) =~ s{^(\s*prefix_route\s+zone=\S+?)(\s|;)}
+                       {$1 feedback=correct instances=3$2}m
+        or die "$name: no prefix_route line to change\n";
+    ($rc, $out) = check($bad, $name);
+    is($rc, 0, "$name with feedback=correct instances=3: nginx -t succeeds")
+        or diag($out);
+    like($out, qr/\[warn\].*"feedback=correct" works as "feedback=on" with "instances=3"/,
+         "$name with feedback=correct instances=3: nginx -t warns");
 
     # a copy without the module
     ($bad = $conf) =~ s{^\s*load_module\s+\Q$Module\E;[ \t]*\n}{}m

@@ -573,3 +573,23 @@ eviction: z, recorded before, stays a HIT.
 --- response_body_like eval
 ["", "", "", "",
  '"feedback_responses":4,.*"feedback_agreed":3,"feedback_under":1,"feedback_over":0,"feedback_dropped":0,']
+
+
+
+=== TEST 24: feedback=correct behind several nginx instances (instances=2) works as feedback=on: the eviction of TEST 7 drops nothing
+Another instance's requests refresh a server's blocks on the engine, not in
+this instance's index, so an eviction this one hears of cannot date its
+other blocks: a stays a HIT, as with feedback=on (TEST 8).  nginx -t warns
+(t/090-examples.t).
+--- http_config eval
+::upstream("zone=llm:1m feedback=correct instances=2", 1) . $::Engine . $::Log
+--- request eval
+[::ask("cold", "a"), ::ask("slow", "b"), ::ask("cold", "b"), ::ask("cold", "a"),
+ "GET /status", "GET /errlog"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+",
+ "X-Prefix-Route: HIT [1-9]\\d* \\d+", "", ""]
+--- response_body_like eval
+["", "", "", "",
+ '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}',
+ qr/\A(?!.*an eviction)/s]
