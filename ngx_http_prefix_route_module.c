@@ -2249,7 +2249,7 @@ done:
     if (dropped && r->upstream && r->upstream->peer.name) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "prefix_route: %V held %uL of %uL cached tokens "
-                      "predicted, an eviction: %ui index entries recorded "
+                      "predicted, an eviction: %ui index pairs recorded "
                       "before the prefix dropped",
                       r->upstream->peer.name, t->cached, predicted, dropped);
     }

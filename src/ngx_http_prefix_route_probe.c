@@ -659,6 +659,20 @@ ngx_http_prefix_route_probe_header(ngx_http_prefix_route_probe_slot_t *s)
 static void
 ngx_http_prefix_route_probe_end(ngx_http_prefix_route_probe_slot_t *s)
 {
+    /*
+     * a 2xx status whose headers max_size cut: the server answered, the
+     * page is not read
+     */
+
+    if (s->state == NGX_HTTP_PREFIX_ROUTE_PROBE_HEADER
+        && s->received >= (off_t) s->prober->prcf->probe.max_size)
+    {
+        ngx_http_prefix_route_probe_finish(s,
+                                         NGX_HTTP_PREFIX_ROUTE_PROBE_ANSWERED,
+                                         s->unread);
+        return;
+    }
+
     if (s->state != NGX_HTTP_PREFIX_ROUTE_PROBE_BODY) {
         ngx_http_prefix_route_probe_finish(s,
                                            NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED,

@@ -195,8 +195,8 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_pfields[] = {
     { "inflight", "peer_inflight_requests", "gauge",
       "Requests sent to the peer and not finished." },
     { "queued_bytes", "peer_queued_bytes", "gauge",
-      "Prefill work of the requests in flight on the peer: their "
-      "uncached prompt plus 2048 bytes each." },
+      "Prefill work of the requests on the peer that have not begun "
+      "to answer: their uncached prompt plus 2048 bytes each." },
     { "blocks", "peer_blocks", "gauge",
       "Index blocks the peer is believed to hold." },
     { "requests", "peer_requests_total", "counter",
@@ -1037,7 +1037,7 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
         p = (u_char *) ngx_escape_html(p, st[i].zone->data, st[i].zone->len);
 
         p = ngx_sprintf(p, ": %uL of %uL KiB used; blocks indexed: %uL; "
-                           "pairs protected: %uL of %uL (%uL held back); "
+                           "pairs protected: %uL of %uL (held back %uL times); "
                            "tenants: %uL; evicted: %uL; "
                            "forgotten: %uL<br>requests:",
                         v[NGX_HTTP_PREFIX_ROUTE_U_USED] / 1024,

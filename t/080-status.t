@@ -146,7 +146,7 @@ qr/\A(?:(?:# HELP nginx_prefix_route_\w+ [^\n]+|# TYPE nginx_prefix_route_\w+ (?
 --- response_headers eval
 ["Content-Type: text/html; charset=utf-8", "Content-Type: text/html; charset=utf-8"]
 --- response_body_like eval
-[(qr{<meta http-equiv="refresh" content="5">.*<h2>upstream llm</h2>\n<p>zone llm: \d+ of 1024 KiB used; blocks indexed: 21; pairs protected: \d+ of 21 \(0 held back\); tenants: 1; evicted: 0; forgotten: 0<br>requests: BYPASS 1 MISS 1 HIT 2 SPILL 0; prompt bytes matched: [\d.]+%; held by the best server: [\d.]+%</p>\n<table>.*<tr><td>127\.0\.0\.1:19401</td><td class="up">up</td>.*<tr><td>127\.0\.0\.1:19402</td><td class="up">up</td>.*<h2>upstream other</h2>.*<tr><td>127\.0\.0\.1:19403</td><td class="up">up</td><td>0</td><td>0</td><td>0</td><td>0</td><td>-</td><td>0</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>\n</table>\n(?:<p>Charts of the last 30 minutes[^<]*</p>\n|<div class="charts">.*?</div>\n)</body></html>\n\z}s) x 2]
+[(qr{<meta http-equiv="refresh" content="5">.*<h2>upstream llm</h2>\n<p>zone llm: \d+ of 1024 KiB used; blocks indexed: 21; pairs protected: \d+ of 21 \(held back 0 times\); tenants: 1; evicted: 0; forgotten: 0<br>requests: BYPASS 1 MISS 1 HIT 2 SPILL 0; prompt bytes matched: [\d.]+%; held by the best server: [\d.]+%</p>\n<table>.*<tr><td>127\.0\.0\.1:19401</td><td class="up">up</td>.*<tr><td>127\.0\.0\.1:19402</td><td class="up">up</td>.*<h2>upstream other</h2>.*<tr><td>127\.0\.0\.1:19403</td><td class="up">up</td><td>0</td><td>0</td><td>0</td><td>0</td><td>-</td><td>0</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>\n</table>\n(?:<p>Charts of the last 30 minutes[^<]*</p>\n|<div class="charts">.*?</div>\n)</body></html>\n\z}s) x 2]
 
 
 

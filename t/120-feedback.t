@@ -299,7 +299,7 @@ second "none" drops nothing: only a is older, and a was just recorded).
 --- response_body_like eval
 ["", "", "", "", "",
  '"feedback_responses":5,"reported_prompt_tokens":1250,"reported_cached_tokens":0,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":3,"feedback_under":2,"feedback_over":0,"feedback_dropped":[1-9]\d*,"probe_failures":0,"probe_restarts":0\}',
- qr/\[info\] .*prefix_route: 127\.0\.0\.1:\d+ held 0 of [1-9]\d* cached tokens predicted, an eviction: [1-9]\d* index entries recorded before the prefix dropped/]
+ qr/\[info\] .*prefix_route: 127\.0\.0\.1:\d+ held 0 of [1-9]\d* cached tokens predicted, an eviction: [1-9]\d* index pairs recorded before the prefix dropped/]
 
 
 

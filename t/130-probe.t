@@ -402,3 +402,19 @@ my $page = "vllm:num_requests_waiting 3\nvllm:num_requests_running 1\n";
 --- no_error_log
 [alert]
 [crit]
+
+
+
+=== TEST 21: a 2xx page whose headers run past max_size is an answer: the page is not read, the server stays up
+--- http_config eval
+::probed("$::Probe max_size=1k", 1, 2)
+. ::engine(1, 'add_header X-Pad "' . ('x' x 1100) . '"; ' . ::vllm(3, 1, 0, 1))
+. ::engine(2, ::vllm(0, 0, 0.1, 1))
+--- request eval
+["GET /sleep", "GET /status", "GET /log"]
+--- response_body_like eval
+["ok", qr/\A(?!.*unhealthy)(?:(?!"engine").)*"probe_failures":0,"probe_restarts":0\}/s,
+ qr/\[warn\] .*prefix_route: the metrics page is not read: the page is longer than max_size; the server is balanced/]
+--- no_error_log
+[alert]
+[crit]
