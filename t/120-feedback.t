@@ -592,4 +592,4 @@ other blocks: a stays a HIT, as with feedback=on (TEST 8).  nginx -t warns
 --- response_body_like eval
 ["", "", "", "",
  '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}',
- qr/\A(?!.*an eviction)/s]
+ qr/\A(?!.*index pairs recorded before)/s]
