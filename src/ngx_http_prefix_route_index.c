@@ -120,6 +120,12 @@ struct ngx_http_prefix_route_holder_s {
                                     zone_lru)))
 
 
+static ngx_uint_t ngx_http_prefix_route_index_put(
+    ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
+    ngx_uint_t *held, ngx_http_prefix_route_peer_t *peer, uint64_t tenant,
+    ngx_uint_t capacity, uint32_t stamp);
+static void ngx_http_prefix_route_index_repair(
+    ngx_http_prefix_route_index_t *idx);
 static ngx_uint_t ngx_http_prefix_route_index_deepest(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
     ngx_http_prefix_route_entry_t **deepest);
@@ -452,6 +458,30 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_peer_t *peer, uint64_t tenant, ngx_uint_t capacity,
     uint32_t stamp)
 {
+    ngx_uint_t  i;
+
+    /* the mutex is ours: a record still under way lost its worker */
+
+    if (idx->sh->recording) {
+        ngx_http_prefix_route_index_repair(idx);
+    }
+
+    idx->sh->recording = peer->slot + 1;
+
+    i = ngx_http_prefix_route_index_put(idx, hash, n, held, peer, tenant,
+                                        capacity, stamp);
+    idx->sh->recording = 0;
+
+    return i;
+}
+
+
+static ngx_uint_t
+ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
+    uint64_t *hash, ngx_uint_t n, ngx_uint_t *held,
+    ngx_http_prefix_route_peer_t *peer, uint64_t tenant, ngx_uint_t capacity,
+    uint32_t stamp)
+{
     ngx_uint_t                        d, i, j, k, t, full, hot;
     ngx_http_prefix_route_sh_t       *sh;
     ngx_http_prefix_route_entry_t   **chain, *e;
@@ -587,6 +617,123 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     }
 
     return i;
+}
+
+
+/*
+ * A worker killed mid-record (SIGKILL, the OOM killer) leaves its chain's
+ * entries pinned, its new holders older than their parents, and, killed
+ * inside an eviction, counts half updated: eviction, which takes only
+ * unpinned leaves at the lists' tails, would stop for good once they
+ * reach them, and an entry whose child went uncounted is never freed.  So
+ * every pin goes, the counts that free entries and holders (children,
+ * kids, holders, entries) are counted again from the links, the entries
+ * nobody holds are freed, and the chain at the head of its peer's list is
+ * put in order as the record's last loop does (its holders went to the
+ * heads).  O(the zone's holders), once per such death.
+ */
+
+static void
+ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
+{
+    ngx_uint_t                       b, n, pass, slot, nb;
+    ngx_http_prefix_route_sh_t      *sh;
+    ngx_http_prefix_route_peer_t    *peer;
+    ngx_http_prefix_route_entry_t   *e, *p;
+    ngx_http_prefix_route_holder_t  *h, *up;
+
+    sh = idx->sh;
+    slot = sh->recording - 1;
+    nb = (ngx_uint_t) 1 << (64 - sh->shift);
+    n = 0;
+
+    /* the counts again: zero, then one for each link */
+
+    for (pass = 0; pass < 2; pass++) {
+
+        if (pass == 1) {
+            sh->entries = 0;
+        }
+
+        for (b = 0; b < nb; b++) {
+            for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+                 e != NULL;
+                 e = ngx_http_prefix_route_ptr(idx, e->next))
+            {
+                if (pass == 0) {
+                    n += e->pinned;
+                    e->pinned = 0;
+                    e->children = 0;
+                    e->nholders = 0;
+
+                    for (h = ngx_http_prefix_route_ptr(idx, e->holders);
+                         h != NULL;
+                         h = ngx_http_prefix_route_ptr(idx, h->next))
+                    {
+                        h->kids = 0;
+                        e->nholders++;
+                    }
+
+                    continue;
+                }
+
+                sh->entries++;
+
+                p = ngx_http_prefix_route_ptr(idx, e->parent);
+
+                if (p != NULL) {
+                    p->children++;
+                }
+
+                for (h = ngx_http_prefix_route_ptr(idx, e->holders);
+                     h != NULL;
+                     h = ngx_http_prefix_route_ptr(idx, h->next))
+                {
+                    up = ngx_http_prefix_route_ptr(idx, h->up);
+
+                    if (up != NULL) {
+                        up->kids++;
+                    }
+                }
+            }
+        }
+    }
+
+    /* what nobody holds goes; its bucket changes */
+
+    for (b = 0; b < nb; b++) {
+
+    again:
+
+        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+             e != NULL;
+             e = ngx_http_prefix_route_ptr(idx, e->next))
+        {
+            if (e->holders == 0 && e->children == 0) {
+                ngx_http_prefix_route_index_release(idx, e);
+                goto again;
+            }
+        }
+    }
+
+    peer = (slot < sh->npeers) ? sh->slots[slot] : NULL;
+
+    if (peer != NULL
+        && peer->lru.next != ngx_http_prefix_route_off(idx, &peer->lru))
+    {
+        for (h = ngx_http_prefix_route_ptr(idx, peer->lru.next);
+             h != NULL;
+             h = ngx_http_prefix_route_ptr(idx, h->up))
+        {
+            ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
+            ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
+            ngx_http_prefix_route_index_segment(idx, h, h->hot);
+        }
+    }
+
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                  "prefix_route: a worker died while recording a prompt's "
+                  "blocks; the index is mended (%ui blocks unpinned)", n);
 }
 
 

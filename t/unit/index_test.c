@@ -42,6 +42,9 @@ static void test_forget(void);
 static void test_trim(void);
 static void test_shared_prefix(void);
 static void test_load(void);
+static void test_killed(void);
+void *__real_ngx_slab_alloc_locked(ngx_slab_pool_t *pool, size_t size);
+void *__wrap_ngx_slab_alloc_locked(ngx_slab_pool_t *pool, size_t size);
 
 
 /* what nginx's objects linked here expect of the rest of nginx */
@@ -64,6 +67,8 @@ static ngx_uint_t                      pos[64];
 static ngx_uint_t                      npeers;
 static uint32_t                        test_clock;  /* ms, a record each */
 static uint64_t                        test_tenant; /* of test_record() */
+static ngx_int_t                       test_allocs = -1; /* before this
+                                                   process dies; -1: never */
 
 
 int
@@ -101,6 +106,7 @@ main(void)
     test_trim();
     test_shared_prefix();
     test_load();
+    test_killed();
 
     return test_done();
 }
@@ -783,4 +789,84 @@ test_load(void)
     ngx_http_prefix_route_load_discharge(peers[1], cell, 500, 500, 0);
     test_ok(l1->inflight == 1 && l1->queued == 1000 && l1->bytes == 1000,
             "load: a discharge before the start gives the prefill back");
+}
+
+
+/*
+ * The index's allocations (linked with --wrap): a process whose
+ * test_allocs runs out exits there, as a worker killed mid-record.
+ */
+
+void *
+__wrap_ngx_slab_alloc_locked(ngx_slab_pool_t *pool, size_t size)
+{
+    if (test_allocs == 0) {
+        _exit(0);
+    }
+
+    if (test_allocs > 0) {
+        test_allocs--;
+    }
+
+    return __real_ngx_slab_alloc_locked(pool, size);
+}
+
+
+/*
+ * A worker dies in the middle of a record, its chain's entries pinned and
+ * its new holders older than their parents: the next record mends the
+ * index, and the zone goes on evicting and recording (it froze before,
+ * found by a hostile test under SIGKILL).
+ */
+
+static void
+test_killed(void)
+{
+    int         status;
+    ngx_int_t   die;
+    ngx_pid_t   pid;
+    ngx_uint_t  t, n, whole, evictions;
+
+    test_zone(64 * 1024, 2);
+
+    for (t = 1; t <= 40; t++) {
+        (void) test_record(t, 20, 0, 0);
+    }
+
+    for (die = 1; die <= 41; die += 10) {
+
+        pid = fork();
+
+        if (pid == 0) {
+            ngx_pid = getpid();
+            test_allocs = die;
+            (void) test_record(1000 + die, 200, 1, 0);
+            _exit(1);
+        }
+
+        (void) waitpid(pid, &status, 0);
+
+        test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                "killed: a worker dies some allocations into a record");
+
+        n = test_record(2000 + die, 20, 0, 0);
+
+        test_ok(n == 20 && test_match(2000 + die, 20, 0) == 20,
+                "killed: the next record is whole");
+        test_ok(test_check() == 0, "killed: the index is consistent again");
+    }
+
+    /* the zone still evicts: a flood keeps the newest prompts whole */
+
+    evictions = idx.sh->evictions;
+    whole = 0;
+
+    for (t = 3000; t < 3200; t++) {
+        n = test_record(t, 20, t % 2, 0);
+        whole += (n == 20 && test_match(t, 20, t % 2) == 20);
+    }
+
+    test_ok(whole == 200 && idx.sh->evictions > evictions,
+            "killed: then 200 prompts are recorded whole, evicting");
+    test_ok(test_check() == 0, "killed: consistent after the flood");
 }
