@@ -126,6 +126,8 @@ static ngx_uint_t ngx_http_prefix_route_index_put(
     ngx_uint_t capacity, uint32_t stamp);
 static void ngx_http_prefix_route_index_repair(
     ngx_http_prefix_route_index_t *idx);
+static ngx_uint_t ngx_http_prefix_route_index_linked(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *l);
 static ngx_uint_t ngx_http_prefix_route_index_deepest(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
     ngx_http_prefix_route_entry_t **deepest);
@@ -623,77 +625,157 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
 /*
  * A worker killed mid-record (SIGKILL, the OOM killer) leaves its chain's
  * entries pinned, its new holders older than their parents, and, killed
- * inside an eviction, counts half updated: eviction, which takes only
- * unpinned leaves at the lists' tails, would stop for good once they
- * reach them, and an entry whose child went uncounted is never freed.  So
- * every pin goes, the counts that free entries and holders (children,
- * kids, holders, entries) are counted again from the links, the entries
- * nobody holds are freed, and the chain at the head of its peer's list is
- * put in order as the record's last loop does (its holders went to the
- * heads).  O(the zone's holders), once per such death.
+ * inside an operation, a holder half made or half linked and counts half
+ * updated: eviction, which takes only unpinned leaves at the lists'
+ * tails, would stop for good once they reach them.  So a holder whose
+ * fields do not agree with its entry's is taken out of the entry's list
+ * (its 32 bytes are lost), the chain at the head of the dead record's
+ * server's list is put in order as the record's last loop does (a holder
+ * not linked where its links say is linked anew), every pin goes, every
+ * count is taken again from the links, and the entries nobody holds are
+ * freed.  O(the zone's holders), once per such death.
  */
 
 static void
 ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
 {
-    ngx_uint_t                       b, n, pass, slot, nb;
+    uint32_t                        *hp;
+    ngx_uint_t                       b, n, i, nb, hot;
     ngx_http_prefix_route_sh_t      *sh;
     ngx_http_prefix_route_peer_t    *peer;
     ngx_http_prefix_route_entry_t   *e, *p;
     ngx_http_prefix_route_holder_t  *h, *up;
 
     sh = idx->sh;
-    slot = sh->recording - 1;
     nb = (ngx_uint_t) 1 << (64 - sh->shift);
     n = 0;
 
-    /* the counts again: zero, then one for each link */
+    /* holders half made: not of this entry, or no holder of the parent */
 
-    for (pass = 0; pass < 2; pass++) {
+    for (b = 0; b < nb; b++) {
+        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+             e != NULL;
+             e = ngx_http_prefix_route_ptr(idx, e->next))
+        {
+            p = ngx_http_prefix_route_ptr(idx, e->parent);
+            hp = &e->holders;
 
-        if (pass == 1) {
-            sh->entries = 0;
-        }
+            while (*hp) {
+                h = ngx_http_prefix_route_ptr(idx, *hp);
 
-        for (b = 0; b < nb; b++) {
-            for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
-                 e != NULL;
-                 e = ngx_http_prefix_route_ptr(idx, e->next))
-            {
-                if (pass == 0) {
-                    n += e->pinned;
-                    e->pinned = 0;
-                    e->children = 0;
-                    e->nholders = 0;
-
-                    for (h = ngx_http_prefix_route_ptr(idx, e->holders);
-                         h != NULL;
-                         h = ngx_http_prefix_route_ptr(idx, h->next))
-                    {
-                        h->kids = 0;
-                        e->nholders++;
-                    }
-
+                if (h->entry == ngx_http_prefix_route_off(idx, e)
+                    && h->slot < sh->npeers
+                    && sh->slots[h->slot] != NULL
+                    && (p == NULL
+                        ? h->up == 0
+                        : ngx_http_prefix_route_off(idx,
+                              ngx_http_prefix_route_index_holder(idx, p,
+                                                     sh->slots[h->slot]))
+                          == h->up))
+                {
+                    hp = &h->next;
                     continue;
                 }
 
-                sh->entries++;
+                *hp = h->next;
+            }
+        }
+    }
 
-                p = ngx_http_prefix_route_ptr(idx, e->parent);
+    /* the dead record's chain in order, its protected blocks a prefix */
 
-                if (p != NULL) {
-                    p->children++;
-                }
+    i = sh->recording - 1;
+    peer = (i < sh->npeers) ? sh->slots[i] : NULL;
 
-                for (h = ngx_http_prefix_route_ptr(idx, e->holders);
-                     h != NULL;
-                     h = ngx_http_prefix_route_ptr(idx, h->next))
-                {
-                    up = ngx_http_prefix_route_ptr(idx, h->up);
+    if (peer != NULL
+        && peer->lru.next != ngx_http_prefix_route_off(idx, &peer->lru))
+    {
+        hot = 0;
 
-                    if (up != NULL) {
-                        up->kids++;
-                    }
+        for (h = ngx_http_prefix_route_ptr(idx, peer->lru.next);
+             h != NULL;
+             h = ngx_http_prefix_route_ptr(idx, h->up))
+        {
+            if (!ngx_http_prefix_route_index_linked(idx, &h->peer_lru)) {
+                ngx_http_prefix_route_link_init(idx, &h->peer_lru);
+            }
+
+            if (!ngx_http_prefix_route_index_linked(idx, &h->zone_lru)) {
+                ngx_http_prefix_route_link_init(idx, &h->zone_lru);
+            }
+
+            ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
+            ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
+
+            hot |= h->hot;
+            ngx_http_prefix_route_index_segment(idx, h, hot);
+        }
+    }
+
+    /* every count again: zero, then one for each link */
+
+    sh->entries = 0;
+    sh->holders = 0;
+    sh->hot_holders = 0;
+
+    for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_TENANTS; i++) {
+        sh->tenants[i].entries = 0;
+        sh->tenants[i].hot = 0;
+    }
+
+    for (i = 0; i < sh->npeers; i++) {
+        if (sh->slots[i] != NULL) {
+            sh->slots[i]->blocks = 0;
+        }
+    }
+
+    for (b = 0; b < nb; b++) {
+        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+             e != NULL;
+             e = ngx_http_prefix_route_ptr(idx, e->next))
+        {
+            n += e->pinned;
+            e->pinned = 0;
+            e->children = 0;
+            e->nholders = 0;
+
+            for (h = ngx_http_prefix_route_ptr(idx, e->holders);
+                 h != NULL;
+                 h = ngx_http_prefix_route_ptr(idx, h->next))
+            {
+                h->kids = 0;
+            }
+        }
+    }
+
+    for (b = 0; b < nb; b++) {
+        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+             e != NULL;
+             e = ngx_http_prefix_route_ptr(idx, e->next))
+        {
+            sh->entries++;
+            sh->tenants[e->tenant].entries++;
+
+            p = ngx_http_prefix_route_ptr(idx, e->parent);
+
+            if (p != NULL) {
+                p->children++;
+            }
+
+            for (h = ngx_http_prefix_route_ptr(idx, e->holders);
+                 h != NULL;
+                 h = ngx_http_prefix_route_ptr(idx, h->next))
+            {
+                e->nholders++;
+                sh->holders++;
+                sh->hot_holders += h->hot;
+                sh->tenants[e->tenant].hot += h->hot;
+                sh->slots[h->slot]->blocks++;
+
+                up = ngx_http_prefix_route_ptr(idx, h->up);
+
+                if (up != NULL) {
+                    up->kids++;
                 }
             }
         }
@@ -716,24 +798,39 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
         }
     }
 
-    peer = (slot < sh->npeers) ? sh->slots[slot] : NULL;
-
-    if (peer != NULL
-        && peer->lru.next != ngx_http_prefix_route_off(idx, &peer->lru))
-    {
-        for (h = ngx_http_prefix_route_ptr(idx, peer->lru.next);
-             h != NULL;
-             h = ngx_http_prefix_route_ptr(idx, h->up))
-        {
-            ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
-            ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
-            ngx_http_prefix_route_index_segment(idx, h, h->hot);
-        }
-    }
-
     ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                   "prefix_route: a worker died while recording a prompt's "
                   "blocks; the index is mended (%ui blocks unpinned)", n);
+}
+
+
+/*
+ * Whether a link is where its neighbours say: a holder half linked by a
+ * worker killed mid-record is not, or points outside the zone.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_linked(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_link_t *l)
+{
+    uint32_t                       off;
+    ngx_http_prefix_route_link_t  *prev, *next;
+
+    off = ngx_http_prefix_route_off(idx, l);
+
+    if (l->prev == 0 || l->next == 0
+        || ((size_t) l->prev << 3) >= (size_t) (idx->shpool->end
+                                                - (u_char *) idx->shpool)
+        || ((size_t) l->next << 3) >= (size_t) (idx->shpool->end
+                                                - (u_char *) idx->shpool))
+    {
+        return 0;
+    }
+
+    prev = ngx_http_prefix_route_ptr(idx, l->prev);
+    next = ngx_http_prefix_route_ptr(idx, l->next);
+
+    return prev->next == off && next->prev == off;
 }
 
 
@@ -767,7 +864,9 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
 
     n = 0;
 
-    while (peer->blocks > 0) {
+    /* the list, not the count: a worker killed mid-change may leave that */
+
+    while (peer->lru.prev != ngx_http_prefix_route_off(idx, &peer->lru)) {
         l = ngx_http_prefix_route_ptr(idx, peer->lru.prev);
         h = (ngx_http_prefix_route_holder_t *) l;
         e = ngx_http_prefix_route_ptr(idx, h->entry);
@@ -1372,7 +1471,9 @@ ngx_http_prefix_route_index_evict(ngx_http_prefix_route_index_t *idx)
      * recently used go back to probation (the tail has no protected kids)
      */
 
-    while (sh->hot_holders > NGX_HTTP_PREFIX_ROUTE_HOT_SHARE(sh->holders)) {
+    while (sh->hot_holders > NGX_HTTP_PREFIX_ROUTE_HOT_SHARE(sh->holders)
+           && sh->hot.prev != ngx_http_prefix_route_off(idx, &sh->hot))
+    {
         ngx_http_prefix_route_index_segment(idx,
                                  ngx_http_prefix_route_zone_holder(
                                      ngx_http_prefix_route_ptr(idx,
@@ -1461,15 +1562,19 @@ ngx_http_prefix_route_index_remove(ngx_http_prefix_route_index_t *idx,
     off = ngx_http_prefix_route_off(idx, h);
 
     for (hp = &e->holders;
-         *hp != off;
+         *hp != off && *hp != 0;
          hp = &((ngx_http_prefix_route_holder_t *)
                     ngx_http_prefix_route_ptr(idx, *hp))->next)
     {
         /* void */
     }
 
-    *hp = h->next;
-    e->nholders--;
+    /* not there: taken out by a worker killed mid-remove, or a repair */
+
+    if (*hp == off) {
+        *hp = h->next;
+        e->nholders--;
+    }
 
     up = ngx_http_prefix_route_ptr(idx, h->up);
 
