@@ -650,13 +650,21 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
     nb = (ngx_uint_t) 1 << (64 - sh->shift);
     n = 0;
 
-    /* holders half made: not of this entry, or no holder of the parent */
+    /*
+     * holders half made (not of this entry, or no holder of the parent)
+     * go; pins and the counts taken again below are zeroed
+     */
 
     for (b = 0; b < nb; b++) {
         for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
              e != NULL;
              e = ngx_http_prefix_route_ptr(idx, e->next))
         {
+            n += e->pinned;
+            e->pinned = 0;
+            e->children = 0;
+            e->nholders = 0;
+
             p = ngx_http_prefix_route_ptr(idx, e->parent);
             hp = &e->holders;
 
@@ -673,6 +681,7 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
                                                      sh->slots[h->slot]))
                           == h->up))
                 {
+                    h->kids = 0;
                     hp = &h->next;
                     continue;
                 }
@@ -712,7 +721,7 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
         }
     }
 
-    /* every count again: zero, then one for each link */
+    /* every count again, one for each link */
 
     sh->entries = 0;
     sh->holders = 0;
@@ -726,25 +735,6 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
     for (i = 0; i < sh->npeers; i++) {
         if (sh->slots[i] != NULL) {
             sh->slots[i]->blocks = 0;
-        }
-    }
-
-    for (b = 0; b < nb; b++) {
-        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
-             e != NULL;
-             e = ngx_http_prefix_route_ptr(idx, e->next))
-        {
-            n += e->pinned;
-            e->pinned = 0;
-            e->children = 0;
-            e->nholders = 0;
-
-            for (h = ngx_http_prefix_route_ptr(idx, e->holders);
-                 h != NULL;
-                 h = ngx_http_prefix_route_ptr(idx, h->next))
-            {
-                h->kids = 0;
-            }
         }
     }
 
