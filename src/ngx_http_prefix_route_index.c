@@ -126,6 +126,9 @@ static ngx_uint_t ngx_http_prefix_route_index_put(
     ngx_uint_t capacity, uint32_t stamp);
 static void ngx_http_prefix_route_index_repair(
     ngx_http_prefix_route_index_t *idx);
+static void ngx_http_prefix_route_index_relink(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *list,
+    ngx_http_prefix_route_link_t *l, ngx_uint_t first);
 static ngx_uint_t ngx_http_prefix_route_index_linked(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *l);
 static ngx_uint_t ngx_http_prefix_route_index_deepest(
@@ -632,8 +635,9 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
  * (its 32 bytes are lost), the chain at the head of the dead record's
  * server's list is put in order as the record's last loop does (a holder
  * not linked where its links say is linked anew), every pin goes, every
- * count is taken again from the links, and the entries nobody holds are
- * freed.  O(the zone's holders), once per such death.
+ * count is taken again from the links, a holder of another chain left
+ * out of a list goes back (last if a leaf), and the entries nobody holds
+ * are freed.  O(the zone's holders), once per such death.
  */
 
 static void
@@ -771,6 +775,35 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
         }
     }
 
+    /*
+     * a holder of another chain out of a list (cut between the unlink and
+     * the link of a move): linked last if a leaf, to be evicted, else first
+     */
+
+    for (b = 0; b < nb; b++) {
+        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+             e != NULL;
+             e = ngx_http_prefix_route_ptr(idx, e->next))
+        {
+            for (h = ngx_http_prefix_route_ptr(idx, e->holders);
+                 h != NULL;
+                 h = ngx_http_prefix_route_ptr(idx, h->next))
+            {
+                if (!ngx_http_prefix_route_index_linked(idx, &h->peer_lru)) {
+                    ngx_http_prefix_route_index_relink(idx,
+                                              &sh->slots[h->slot]->lru,
+                                              &h->peer_lru, h->kids);
+                }
+
+                if (!ngx_http_prefix_route_index_linked(idx, &h->zone_lru)) {
+                    ngx_http_prefix_route_index_relink(idx,
+                                              h->hot ? &sh->hot : &sh->lru,
+                                              &h->zone_lru, h->kids);
+                }
+            }
+        }
+    }
+
     /* what nobody holds goes; its bucket changes */
 
     for (b = 0; b < nb; b++) {
@@ -791,6 +824,20 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
     ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
                   "prefix_route: a worker died while recording a prompt's "
                   "blocks; the index is mended (%ui blocks unpinned)", n);
+}
+
+
+/* a link into "list": first if "first", else last */
+
+static void
+ngx_http_prefix_route_index_relink(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_link_t *list, ngx_http_prefix_route_link_t *l,
+    ngx_uint_t first)
+{
+    ngx_http_prefix_route_link_head(idx, first ? list
+                                    : ngx_http_prefix_route_ptr(idx,
+                                                                list->prev),
+                                    l);
 }
 
 
