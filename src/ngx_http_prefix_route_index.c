@@ -119,16 +119,42 @@ struct ngx_http_prefix_route_holder_s {
          ((u_char *) (l) - offsetof(ngx_http_prefix_route_holder_t,          \
                                     zone_lru)))
 
+/* sh->changing of a change that records no chain (trim, forget) */
+#define NGX_HTTP_PREFIX_ROUTE_NO_CHAIN     ((ngx_uint_t) -1)
+
+/*
+ * Between two writes to the zone: t/unit/index_test.c builds with
+ * NGX_HTTP_PREFIX_ROUTE_KILL_POINTS to end the process at each in turn,
+ * as SIGKILL or the OOM killer may end a worker.
+ */
+#if (NGX_HTTP_PREFIX_ROUTE_KILL_POINTS)
+void ngx_http_prefix_route_kill_point(void);
+#else
+#define ngx_http_prefix_route_kill_point()
+#endif
+
 
 static ngx_uint_t ngx_http_prefix_route_index_put(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
     ngx_uint_t *held, ngx_http_prefix_route_peer_t *peer, uint64_t tenant,
     ngx_uint_t capacity, uint32_t stamp);
+static void ngx_http_prefix_route_index_begin(
+    ngx_http_prefix_route_index_t *idx, ngx_uint_t mark);
+static ngx_uint_t ngx_http_prefix_route_index_cut(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
+    ngx_uint_t capacity, uint32_t *before);
 static void ngx_http_prefix_route_index_repair(
     ngx_http_prefix_route_index_t *idx);
+static ngx_uint_t ngx_http_prefix_route_index_walkable(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *head);
+static void ngx_http_prefix_route_index_rebuild(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *head,
+    ngx_uint_t zone, ngx_uint_t which);
 static void ngx_http_prefix_route_index_relink(
-    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *list,
-    ngx_http_prefix_route_link_t *l, ngx_uint_t first);
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_holder_t *h,
+    ngx_uint_t zone);
+static ngx_uint_t ngx_http_prefix_route_index_inside(
+    ngx_http_prefix_route_index_t *idx, uint32_t off);
 static ngx_uint_t ngx_http_prefix_route_index_linked(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *l);
 static ngx_uint_t ngx_http_prefix_route_index_deepest(
@@ -465,19 +491,31 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
 {
     ngx_uint_t  i;
 
-    /* the mutex is ours: a record still under way lost its worker */
-
-    if (idx->sh->recording) {
-        ngx_http_prefix_route_index_repair(idx);
-    }
-
-    idx->sh->recording = peer->slot + 1;
+    ngx_http_prefix_route_index_begin(idx, peer->slot + 1);
 
     i = ngx_http_prefix_route_index_put(idx, hash, n, held, peer, tenant,
                                         capacity, stamp);
-    idx->sh->recording = 0;
+    idx->sh->changing = 0;
 
     return i;
+}
+
+
+/*
+ * Marks the zone while the index changes ("mark": the record's peer slot
+ * + 1, or NGX_HTTP_PREFIX_ROUTE_NO_CHAIN); the mutex is ours, so a mark
+ * found set is a change whose worker died in it.
+ */
+
+static void
+ngx_http_prefix_route_index_begin(ngx_http_prefix_route_index_t *idx,
+    ngx_uint_t mark)
+{
+    if (idx->sh->changing) {
+        ngx_http_prefix_route_index_repair(idx);
+    }
+
+    idx->sh->changing = mark;
 }
 
 
@@ -608,8 +646,8 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
     /* the prompt's own entries are pinned: it may be larger than that */
 
     if (capacity) {
-        sh->forgotten += ngx_http_prefix_route_index_trim(idx, peer,
-                                                          capacity, NULL);
+        sh->forgotten += ngx_http_prefix_route_index_cut(idx, peer,
+                                                         capacity, NULL);
     }
 
     for (d = 0; d < k; d++) {
@@ -626,25 +664,32 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
 
 
 /*
- * A worker killed mid-record (SIGKILL, the OOM killer) leaves its chain's
- * entries pinned, its new holders older than their parents, and, killed
- * inside an operation, a holder half made or half linked and counts half
- * updated: eviction, which takes only unpinned leaves at the lists'
- * tails, would stop for good once they reach them.  So a holder whose
- * fields do not agree with its entry's is taken out of the entry's list
- * (its 32 bytes are lost), the chain at the head of the dead record's
- * server's list is put in order as the record's last loop does (a holder
- * not linked where its links say is linked anew), every pin goes, every
- * count is taken again from the links, a holder of another chain left
- * out of a list goes back (last if a leaf), and the entries nobody holds
- * are freed.  O(the zone's holders), once per such death.
+ * A worker killed inside a change (SIGKILL, the OOM killer) leaves the
+ * chain it recorded pinned and its new holders older than their parents,
+ * and, killed inside an operation, a holder half made or half linked and
+ * counts half updated: eviction, which takes only unpinned leaves at the
+ * lists' tails, would stop for good once they reach them.  Every write is
+ * ordered so that the forward links of each list and the holders' lists
+ * of the entries stay whole at any point (a holder leaves the lists
+ * before its entry's list, and joins its entry's list before the lists),
+ * and the mend takes them as the truth: a holder whose fields do not
+ * agree with its entry's leaves the entry's list, each list is walked
+ * forward and keeps the holders of its own that are in their entries'
+ * lists, in order, a holder of an entry's list that no list kept is
+ * linked again, every pin goes, every count is taken again, the chain of
+ * a dead record is put in order as its last loop does, and the entries
+ * nobody holds are freed.  A list that does not come back to its head
+ * (more than one death, or a torn write) loses its holders: the zone's
+ * lists, all of them.  O(the zone's holders), once per such death; the
+ * mend is a change too, and a death inside it is mended by the next.
  */
 
 static void
 ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
 {
-    uint32_t                        *hp;
-    ngx_uint_t                       b, n, i, nb, hot;
+    uint32_t                        *hp, dropped;
+    uint64_t                         lost[4096 / 64];
+    ngx_uint_t                       b, n, i, nb, hot, all, nlost;
     ngx_http_prefix_route_sh_t      *sh;
     ngx_http_prefix_route_peer_t    *peer;
     ngx_http_prefix_route_entry_t   *e, *p;
@@ -653,10 +698,36 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
     sh = idx->sh;
     nb = (ngx_uint_t) 1 << (64 - sh->shift);
     n = 0;
+    nlost = 0;
+    dropped = 0;
+
+    /* a list that does not come back to its head loses its holders */
+
+    ngx_memzero(lost, sizeof(lost));
+
+    all = !ngx_http_prefix_route_index_walkable(idx, &sh->hot)
+          || !ngx_http_prefix_route_index_walkable(idx, &sh->lru);
+
+    for (i = 0; i < sh->npeers; i++) {
+        peer = sh->slots[i];
+
+        if (peer != NULL
+            && (all || !ngx_http_prefix_route_index_walkable(idx, &peer->lru)))
+        {
+            lost[i / 64] |= (uint64_t) 1 << (i % 64);
+            ngx_http_prefix_route_link_init(idx, &peer->lru);
+        }
+    }
+
+    if (all) {
+        ngx_http_prefix_route_link_init(idx, &sh->hot);
+        ngx_http_prefix_route_link_init(idx, &sh->lru);
+    }
 
     /*
      * holders half made (not of this entry, or no holder of the parent)
-     * go; pins and the counts taken again below are zeroed
+     * or of a lost list leave their entries' lists, to be freed once no
+     * list has them; pins and the counts taken again below are zeroed
      */
 
     for (b = 0; b < nb; b++) {
@@ -678,6 +749,7 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
                 if (h->entry == ngx_http_prefix_route_off(idx, e)
                     && h->slot < sh->npeers
                     && sh->slots[h->slot] != NULL
+                    && !(lost[h->slot / 64] & ((uint64_t) 1 << (h->slot % 64)))
                     && (p == NULL
                         ? h->up == 0
                         : ngx_http_prefix_route_off(idx,
@@ -691,38 +763,32 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
                 }
 
                 *hp = h->next;
+                h->next = dropped;
+                dropped = ngx_http_prefix_route_off(idx, h);
+                nlost++;
+
+                ngx_http_prefix_route_kill_point();
             }
         }
     }
 
-    /* the dead record's chain in order, its protected blocks a prefix */
+    /* each list from its forward links: its own holders, in order */
 
-    i = sh->recording - 1;
-    peer = (i < sh->npeers) ? sh->slots[i] : NULL;
-
-    if (peer != NULL
-        && peer->lru.next != ngx_http_prefix_route_off(idx, &peer->lru))
-    {
-        hot = 0;
-
-        for (h = ngx_http_prefix_route_ptr(idx, peer->lru.next);
-             h != NULL;
-             h = ngx_http_prefix_route_ptr(idx, h->up))
-        {
-            if (!ngx_http_prefix_route_index_linked(idx, &h->peer_lru)) {
-                ngx_http_prefix_route_link_init(idx, &h->peer_lru);
-            }
-
-            if (!ngx_http_prefix_route_index_linked(idx, &h->zone_lru)) {
-                ngx_http_prefix_route_link_init(idx, &h->zone_lru);
-            }
-
-            ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
-            ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
-
-            hot |= h->hot;
-            ngx_http_prefix_route_index_segment(idx, h, hot);
+    for (i = 0; i < sh->npeers; i++) {
+        if (sh->slots[i] != NULL) {
+            ngx_http_prefix_route_index_rebuild(idx, &sh->slots[i]->lru, 0, i);
         }
+    }
+
+    ngx_http_prefix_route_index_rebuild(idx, &sh->hot, 1, 1);
+    ngx_http_prefix_route_index_rebuild(idx, &sh->lru, 1, 0);
+
+    /* no list has the holders dropped */
+
+    while (dropped) {
+        h = ngx_http_prefix_route_ptr(idx, dropped);
+        dropped = h->next;
+        ngx_slab_free_locked(idx->shpool, h);
     }
 
     /* every count again, one for each link */
@@ -775,10 +841,7 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
         }
     }
 
-    /*
-     * a holder of another chain out of a list (cut between the unlink and
-     * the link of a move): linked last if a leaf, to be evicted, else first
-     */
+    /* a holder no list kept (cut inside a move) is linked again */
 
     for (b = 0; b < nb; b++) {
         for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
@@ -790,17 +853,33 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
                  h = ngx_http_prefix_route_ptr(idx, h->next))
             {
                 if (!ngx_http_prefix_route_index_linked(idx, &h->peer_lru)) {
-                    ngx_http_prefix_route_index_relink(idx,
-                                              &sh->slots[h->slot]->lru,
-                                              &h->peer_lru, h->kids);
+                    ngx_http_prefix_route_index_relink(idx, h, 0);
                 }
 
                 if (!ngx_http_prefix_route_index_linked(idx, &h->zone_lru)) {
-                    ngx_http_prefix_route_index_relink(idx,
-                                              h->hot ? &sh->hot : &sh->lru,
-                                              &h->zone_lru, h->kids);
+                    ngx_http_prefix_route_index_relink(idx, h, 1);
                 }
             }
+        }
+    }
+
+    /* the dead record's chain in order, its protected blocks a prefix */
+
+    i = sh->changing - 1;
+    peer = (i < sh->npeers) ? sh->slots[i] : NULL;
+
+    if (peer != NULL) {
+        hot = 0;
+
+        for (h = ngx_http_prefix_route_ptr(idx, peer->lru.next);
+             h != NULL && &h->peer_lru != &peer->lru;
+             h = ngx_http_prefix_route_ptr(idx, h->up))
+        {
+            ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
+            ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
+
+            hot |= h->hot;
+            ngx_http_prefix_route_index_segment(idx, h, hot);
         }
     }
 
@@ -822,22 +901,144 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
     }
 
     ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                  "prefix_route: a worker died while recording a prompt's "
-                  "blocks; the index is mended (%ui blocks unpinned)", n);
+                  "prefix_route: a worker died while changing the index; "
+                  "it is mended (%ui blocks unpinned, %ui index pairs "
+                  "dropped)", n, nlost);
 }
 
 
-/* a link into "list": first if "first", else last */
+/*
+ * Whether the list at "head" comes back to it by its forward links
+ * within as many steps as the zone has room for holders.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_walkable(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_link_t *head)
+{
+    uint32_t    off, end;
+    ngx_uint_t  n, max;
+
+    max = (idx->shpool->end - (u_char *) idx->shpool)
+          / sizeof(ngx_http_prefix_route_holder_t);
+    end = ngx_http_prefix_route_off(idx, head);
+
+    for (off = head->next, n = 0; off != end; n++) {
+
+        if (n == max || !ngx_http_prefix_route_index_inside(idx, off)) {
+            return 0;
+        }
+
+        off = ((ngx_http_prefix_route_link_t *)
+                   ngx_http_prefix_route_ptr(idx, off))->next;
+    }
+
+    return 1;
+}
+
+
+/*
+ * The list at "head", walkable, linked again both ways from its forward
+ * links with the holders that are in their entries' lists and are its
+ * own: of slot "which" if a peer's list ("zone" 0), else protected or not
+ * as "which" says.
+ */
+
+static void
+ngx_http_prefix_route_index_rebuild(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_link_t *head, ngx_uint_t zone, ngx_uint_t which)
+{
+    uint32_t                         off, end;
+    ngx_uint_t                       own;
+    ngx_http_prefix_route_link_t    *l, *last;
+    ngx_http_prefix_route_entry_t   *e;
+    ngx_http_prefix_route_holder_t  *h, *m;
+
+    end = ngx_http_prefix_route_off(idx, head);
+    last = head;
+
+    for (off = head->next; off != end; off = l->next) {
+        l = ngx_http_prefix_route_ptr(idx, off);
+        h = zone ? ngx_http_prefix_route_zone_holder(l)
+                 : (ngx_http_prefix_route_holder_t *) l;
+
+        /* a link of a holder, or the head of another list: not a holder */
+
+        own = (u_char *) h > (u_char *) idx->shpool
+              && (u_char *) (h + 1) <= idx->shpool->end
+              && (zone ? (h->hot == which) : (h->slot == which));
+        e = NULL;
+
+        if (own && ngx_http_prefix_route_index_inside(idx, h->entry)) {
+            e = ngx_http_prefix_route_ptr(idx, h->entry);
+
+            if (ngx_http_prefix_route_index_lookup(idx, e->key) != e) {
+                e = NULL;
+            }
+        }
+
+        for (m = e ? ngx_http_prefix_route_ptr(idx, e->holders) : NULL;
+             m != NULL && m != h;
+             m = ngx_http_prefix_route_ptr(idx, m->next))
+        {
+            /* void */
+        }
+
+        if (m == NULL) {
+            continue;
+        }
+
+        last->next = off;
+        l->prev = ngx_http_prefix_route_off(idx, last);
+        last = l;
+
+        ngx_http_prefix_route_kill_point();
+    }
+
+    last->next = end;
+    head->prev = ngx_http_prefix_route_off(idx, last);
+}
+
+
+/*
+ * A holder's link in its peer's list ("zone" 0) or the zone's: right
+ * after the holder of its parent block if that is in the same list, so
+ * that a parent stays the more recently used, else first.
+ */
 
 static void
 ngx_http_prefix_route_index_relink(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_link_t *list, ngx_http_prefix_route_link_t *l,
-    ngx_uint_t first)
+    ngx_http_prefix_route_holder_t *h, ngx_uint_t zone)
 {
-    ngx_http_prefix_route_link_head(idx, first ? list
-                                    : ngx_http_prefix_route_ptr(idx,
-                                                                list->prev),
-                                    l);
+    ngx_http_prefix_route_holder_t  *up;
+
+    up = ngx_http_prefix_route_ptr(idx, h->up);
+
+    if (zone) {
+        ngx_http_prefix_route_link_head(idx,
+                                 (up != NULL && up->hot == h->hot)
+                                 ? &up->zone_lru
+                                 : (h->hot ? &idx->sh->hot : &idx->sh->lru),
+                                 &h->zone_lru);
+        return;
+    }
+
+    ngx_http_prefix_route_link_head(idx,
+                             up != NULL ? &up->peer_lru
+                                        : &idx->sh->slots[h->slot]->lru,
+                             &h->peer_lru);
+}
+
+
+/* whether a link, or an entry's key, at an offset is inside the zone */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_inside(ngx_http_prefix_route_index_t *idx,
+    uint32_t off)
+{
+    return off != 0
+           && ((size_t) off << 3) + sizeof(ngx_http_prefix_route_link_t)
+              <= (size_t) (idx->shpool->end - (u_char *) idx->shpool);
 }
 
 
@@ -855,11 +1056,8 @@ ngx_http_prefix_route_index_linked(ngx_http_prefix_route_index_t *idx,
 
     off = ngx_http_prefix_route_off(idx, l);
 
-    if (l->prev == 0 || l->next == 0
-        || ((size_t) l->prev << 3) >= (size_t) (idx->shpool->end
-                                                - (u_char *) idx->shpool)
-        || ((size_t) l->next << 3) >= (size_t) (idx->shpool->end
-                                                - (u_char *) idx->shpool))
+    if (!ngx_http_prefix_route_index_inside(idx, l->prev)
+        || !ngx_http_prefix_route_index_inside(idx, l->next))
     {
         return 0;
     }
@@ -891,6 +1089,24 @@ ngx_http_prefix_route_index_stamp(ngx_http_prefix_route_index_t *idx,
 
 ngx_uint_t
 ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity,
+    uint32_t *before)
+{
+    ngx_uint_t  n;
+
+    ngx_http_prefix_route_index_begin(idx, NGX_HTTP_PREFIX_ROUTE_NO_CHAIN);
+
+    n = ngx_http_prefix_route_index_cut(idx, peer, capacity, before);
+    idx->sh->changing = 0;
+
+    return n;
+}
+
+
+/* ngx_http_prefix_route_index_trim() inside a change already marked */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_cut(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity,
     uint32_t *before)
 {
@@ -937,6 +1153,8 @@ ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_entry_t   *e;
     ngx_http_prefix_route_holder_t  *h, *up;
 
+    ngx_http_prefix_route_index_begin(idx, NGX_HTTP_PREFIX_ROUTE_NO_CHAIN);
+
     h = NULL;
 
     while (to > from && h == NULL) {
@@ -967,6 +1185,8 @@ ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
 
         h = up;
     }
+
+    idx->sh->changing = 0;
 }
 
 
@@ -976,7 +1196,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 {
     uintptr_t                        *byaddr, key, *pu, *ph;
     ngx_uint_t                        b, i, s, nh, nt, ne, nc, nu, kids, bad;
-    ngx_uint_t                        seen[10];
+    ngx_uint_t                        seen[11];
     uint32_t                          tenants[2][NGX_HTTP_PREFIX_ROUTE_TENANTS];
     ngx_queue_t                      *q;
     ngx_http_prefix_route_sh_t       *sh;
@@ -985,7 +1205,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_entry_t    *e, *p;
     ngx_http_prefix_route_holder_t   *h, *u;
 
-    static const char  *what[10] = {
+    static const char  *what[11] = {
         "entries in the table and their count differ",
         "an entry's holders or children are miscounted",
         "a holder is linked from another entry or peer",
@@ -996,7 +1216,8 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         "an entry's parent is not in the table",
         "a holder is in the other segment's list, or protected holders "
         "are miscounted",
-        "a tenant's entries or protected holders are miscounted"
+        "a tenant's entries or protected holders are miscounted",
+        "a list's links back differ from its links forward"
     };
 
     sh = idx->sh;
@@ -1036,6 +1257,10 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         {
             h = (ngx_http_prefix_route_holder_t *) l;
 
+            if (!ngx_http_prefix_route_index_linked(idx, l)) {
+                ngx_http_prefix_route_bad(10);
+            }
+
             if (h->slot != peer->slot) {
                 ngx_http_prefix_route_bad(2);
             }
@@ -1068,6 +1293,10 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
              l = ngx_http_prefix_route_ptr(idx, l->next))
         {
             h = ngx_http_prefix_route_zone_holder(l);
+
+            if (!ngx_http_prefix_route_index_linked(idx, l)) {
+                ngx_http_prefix_route_bad(10);
+            }
 
             if (nh < sh->holders) {
                 byaddr[2 * nh] = (uintptr_t) h;
@@ -1222,7 +1451,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 
 #undef ngx_http_prefix_route_bad
 
-    for (i = 0; i < 10; i++) {
+    for (i = 0; i < 11; i++) {
         if (seen[i]) {
             ngx_log_error(NGX_LOG_ALERT, log, 0,
                           "prefix_route index check: %s (%ui times)",
@@ -1347,9 +1576,13 @@ ngx_http_prefix_route_index_entry(ngx_http_prefix_route_index_t *idx,
         parent->children++;
     }
 
+    ngx_http_prefix_route_kill_point();
+
     bucket = &idx->sh->buckets[ngx_http_prefix_route_bucket(idx->sh, key)];
     e->next = *bucket;
     *bucket = ngx_http_prefix_route_off(idx, e);
+
+    ngx_http_prefix_route_kill_point();
 
     idx->sh->entries++;
     idx->sh->tenants[tenant].entries++;
@@ -1452,6 +1685,8 @@ ngx_http_prefix_route_index_add(ngx_http_prefix_route_index_t *idx,
     e->holders = ngx_http_prefix_route_off(idx, h);
     e->nholders++;
 
+    ngx_http_prefix_route_kill_point();
+
     h->entry = ngx_http_prefix_route_off(idx, e);
     h->up = ngx_http_prefix_route_off(idx, up);
     h->kids = 0;
@@ -1479,6 +1714,8 @@ ngx_http_prefix_route_index_alloc(ngx_http_prefix_route_index_t *idx,
     void  *p;
 
     for ( ;; ) {
+        ngx_http_prefix_route_kill_point();
+
         p = ngx_slab_alloc_locked(idx->shpool, size);
 
         if (p != NULL || tries-- == 0) {
@@ -1580,6 +1817,8 @@ ngx_http_prefix_route_index_segment(ngx_http_prefix_route_index_t *idx,
         t->hot++;
     }
 
+    ngx_http_prefix_route_kill_point();
+
     h->hot = hot ? 1 : 0;
 
     ngx_http_prefix_route_link_head(idx, hot ? &sh->hot : &sh->lru,
@@ -1598,6 +1837,11 @@ ngx_http_prefix_route_index_remove(ngx_http_prefix_route_index_t *idx,
     e = ngx_http_prefix_route_ptr(idx, h->entry);
     off = ngx_http_prefix_route_off(idx, h);
 
+    /* the lists first: cut here, the holder is whole and linked again */
+
+    ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
+    ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
+
     for (hp = &e->holders;
          *hp != off && *hp != 0;
          hp = &((ngx_http_prefix_route_holder_t *)
@@ -1613,21 +1857,24 @@ ngx_http_prefix_route_index_remove(ngx_http_prefix_route_index_t *idx,
         e->nholders--;
     }
 
+    ngx_http_prefix_route_kill_point();
+
     up = ngx_http_prefix_route_ptr(idx, h->up);
 
     if (up != NULL) {
         up->kids--;
     }
 
-    ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
-    ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
-
     idx->sh->slots[h->slot]->blocks--;
     idx->sh->holders--;
     idx->sh->hot_holders -= h->hot;
     idx->sh->tenants[e->tenant].hot -= h->hot;
 
+    ngx_http_prefix_route_kill_point();
+
     ngx_slab_free_locked(idx->shpool, h);
+
+    ngx_http_prefix_route_kill_point();
 
     ngx_http_prefix_route_index_release(idx, e);
 }
@@ -1659,12 +1906,16 @@ ngx_http_prefix_route_index_release(ngx_http_prefix_route_index_t *idx,
 
         *ep = e->next;
 
+        ngx_http_prefix_route_kill_point();
+
         parent = ngx_http_prefix_route_ptr(idx, e->parent);
 
         sh->tenants[e->tenant].entries--;
 
         ngx_slab_free_locked(idx->shpool, e);
         sh->entries--;
+
+        ngx_http_prefix_route_kill_point();
 
         if (parent != NULL) {
             parent->children--;
@@ -1690,11 +1941,16 @@ ngx_http_prefix_route_link_head(ngx_http_prefix_route_index_t *idx,
 {
     ngx_http_prefix_route_link_t  *next;
 
+    ngx_http_prefix_route_kill_point();
+
     next = ngx_http_prefix_route_ptr(idx, head->next);
 
     l->next = head->next;
     l->prev = ngx_http_prefix_route_off(idx, head);
     next->prev = ngx_http_prefix_route_off(idx, l);
+
+    ngx_http_prefix_route_kill_point();
+
     head->next = next->prev;
 }
 
@@ -1705,10 +1961,15 @@ ngx_http_prefix_route_link_remove(ngx_http_prefix_route_index_t *idx,
 {
     ngx_http_prefix_route_link_t  *prev, *next;
 
+    ngx_http_prefix_route_kill_point();
+
     prev = ngx_http_prefix_route_ptr(idx, l->prev);
     next = ngx_http_prefix_route_ptr(idx, l->next);
 
     prev->next = l->next;
+
+    ngx_http_prefix_route_kill_point();
+
     next->prev = l->prev;
 }
 

@@ -217,9 +217,11 @@ typedef struct {
     ngx_uint_t                       capped;    /* lookups cut short */
     ngx_uint_t                       held_back; /* holders left on
                                                    probation: tenant_share */
-    ngx_uint_t                       recording; /* a record under way: its
-                                                   peer's slot + 1; found
-                                                   set, its worker died */
+    ngx_uint_t                       changing;  /* a change under way:
+                                                   its record's peer slot
+                                                   + 1, or -1 (no chain);
+                                                   found set, its worker
+                                                   died */
 
     ngx_uint_t                       nworkers;  /* slots, then one shared */
     ngx_http_prefix_route_worker_t  *workers;

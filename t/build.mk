@@ -11,12 +11,12 @@ UNIT_TESTS =    $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(wildcard t/unit/*.c))
 UNIT_LINK =     $(STAGE) src/ngx_http_prefix_route_choice.c -ljansson -lxxhash
 # the index test links nginx's own slab, rbtree, shmtx and pools
 NGX_ORIG =      $(BUILD)/nginx-orig/src
-# (its allocations through the test's wrapper: a worker killed mid-record)
+# (with kill points between the index's writes: a worker killed there)
 $(BUILD)/unit/index_test: UNIT_LINK = $(addprefix src/ngx_http_prefix_route_,\
                 index.c load.c choice.c) $(addprefix $(NGX_ORIG)/, \
                 core/ngx_slab.c core/ngx_rbtree.c core/ngx_shmtx.c \
-                core/ngx_palloc.c core/ngx_string.c os/unix/ngx_alloc.c) \
-                -Wl,--wrap=ngx_slab_alloc_locked
+                core/ngx_palloc.c core/ngx_string.c os/unix/ngx_alloc.c)
+$(BUILD)/unit/index_test: UNIT_CFLAGS += -DNGX_HTTP_PREFIX_ROUTE_KILL_POINTS=1
 FUZZ_BIN =      $(BUILD)/fuzz/prompt_fuzzer
 JANSSON =       $(BUILD)/fuzz/jansson
 

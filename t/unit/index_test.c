@@ -43,8 +43,11 @@ static void test_trim(void);
 static void test_shared_prefix(void);
 static void test_load(void);
 static void test_killed(void);
-void *__real_ngx_slab_alloc_locked(ngx_slab_pool_t *pool, size_t size);
-void *__wrap_ngx_slab_alloc_locked(ngx_slab_pool_t *pool, size_t size);
+static void test_killed_loop(void);
+static void test_killed_fill(void);
+static void test_killed_change(ngx_uint_t change);
+static ngx_uint_t test_killed_mended(void);
+void ngx_http_prefix_route_kill_point(void);
 
 
 /* what nginx's objects linked here expect of the rest of nginx */
@@ -67,8 +70,9 @@ static ngx_uint_t                      pos[64];
 static ngx_uint_t                      npeers;
 static uint32_t                        test_clock;  /* ms, a record each */
 static uint64_t                        test_tenant; /* of test_record() */
-static ngx_int_t                       test_allocs = -1; /* before this
-                                                   process dies; -1: never */
+static ngx_uint_t                      test_kill;   /* the kill point
+                                                   this process dies at,
+                                                   counting down; 0: none */
 
 
 int
@@ -316,6 +320,7 @@ test_pinning(void)
 static void
 test_lru(void)
 {
+    uint32_t    prev;
     ngx_uint_t  i;
 
     test_zone(1024 * 1024, 2);
@@ -346,6 +351,14 @@ test_lru(void)
     peers[1]->blocks++;
     test_ok(test_check() > 0, "check: a peer's miscounted blocks are found");
     peers[1]->blocks--;
+
+    /* and a link back that is not the link forward's */
+
+    prev = peers[1]->lru.prev;
+    peers[1]->lru.prev = peers[1]->lru.next;
+    test_ok(test_check() > 0, "check: a torn link is found");
+    peers[1]->lru.prev = prev;
+    test_ok(test_check() == 0, "check: consistent again");
 }
 
 
@@ -792,81 +805,219 @@ test_load(void)
 }
 
 
-/*
- * The index's allocations (linked with --wrap): a process whose
- * test_allocs runs out exits there, as a worker killed mid-record.
- */
+/* t/build.mk builds the index with this between its writes to the zone */
 
-void *
-__wrap_ngx_slab_alloc_locked(ngx_slab_pool_t *pool, size_t size)
+void
+ngx_http_prefix_route_kill_point(void)
 {
-    if (test_allocs == 0) {
+    if (test_kill && --test_kill == 0) {
         _exit(0);
     }
-
-    if (test_allocs > 0) {
-        test_allocs--;
-    }
-
-    return __real_ngx_slab_alloc_locked(pool, size);
 }
 
 
 /*
- * A worker dies in the middle of a record, its chain's entries pinned and
- * its new holders older than their parents: the next record mends the
- * index, and the zone goes on evicting and recording (it froze before,
- * found by a hostile test under SIGKILL).
+ * A worker dies between two writes of a change to the index, at each in
+ * turn, in a forked process as nginx's workers are: the next change mends
+ * the index, and the zone goes on evicting and recording.  A death inside
+ * a record froze the index before 2026-12-05 (found by a hostile test
+ * under SIGKILL), and one inside a move, a trim or a forget could leave a
+ * holder freed and still linked.
  */
 
 static void
 test_killed(void)
 {
-    int         status;
-    ngx_int_t   die;
-    ngx_pid_t   pid;
-    ngx_uint_t  t, n, whole, evictions;
+    int          status;
+    char         name[160];
+    ngx_uint_t   c, k, j, points, bad;
+    ngx_pid_t    pid;
+
+    static const char  *what[] = {
+        "a record of a new prompt, evicting",
+        "a record of a held prompt, moved, protected and trimmed",
+        "a trim",
+        "a forget",
+        "the mend of a death inside a record"
+    };
+
+    for (c = 0; c < 5; c++) {
+        bad = 0;
+
+        for (k = 1; /* void */ ; k++) {
+            test_killed_fill();
+
+            /* the fifth: a record dies at one of its first 40 points */
+
+            j = (c == 4) ? 1 + (k * 7) % 40 : k;
+
+            pid = fork();
+
+            if (pid == 0) {
+                test_kill = j;
+                test_killed_change(c == 4 ? 0 : c);
+                _exit(1);
+            }
+
+            (void) waitpid(pid, &status, 0);
+
+            if (c == 4) {
+                pid = fork();
+
+                if (pid == 0) {
+                    test_kill = k;
+                    (void) test_record(7000, 6, 0, 0);
+                    _exit(1);
+                }
+
+                (void) waitpid(pid, &status, 0);
+            }
+
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                break;
+            }
+
+            bad += !test_killed_mended();
+        }
+
+        points = k - 1;
+
+        (void) snprintf(name, sizeof(name), "killed at each of the %u "
+                        "writes of %s: mended (%u not)", (unsigned) points,
+                        what[c], (unsigned) bad);
+
+        test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1
+                && points > 8 && bad == 0, name);
+    }
+
+    test_killed_loop();
+}
+
+
+/*
+ * A list that does not come back to its head (two deaths, a torn write)
+ * loses its holders at the next change; the other lists keep theirs.
+ */
+
+static void
+test_killed_loop(void)
+{
+    ngx_http_prefix_route_link_t  *a, *b;
+
+    test_killed_fill();
+
+    a = (ngx_http_prefix_route_link_t *) ((u_char *) zone
+                                          + ((size_t) peers[1]->lru.next
+                                             << 3));
+    b = (ngx_http_prefix_route_link_t *) ((u_char *) zone
+                                          + ((size_t) a->next << 3));
+    b->next = peers[1]->lru.next;
+    idx.sh->changing = (ngx_uint_t) -1;
+
+    test_ok(test_match(39, 12, 1) == 12 && test_match(40, 12, 0) == 12,
+            "killed: a peer's list cut into a loop, its prompts held");
+    test_ok(ngx_http_prefix_route_index_trim(&idx, peers[0], 1 << 20, NULL)
+            == 0 && peers[1]->blocks == 0 && test_match(39, 12, 1) == 0
+            && test_match(40, 12, 0) == 12 && test_check() == 0,
+            "killed: mended, the peer's holders go, the other's stay");
+    test_ok(test_killed_mended(), "killed: then the zone records and evicts");
+
+    /* the zone's own list: every holder goes */
+
+    test_killed_fill();
+
+    a = (ngx_http_prefix_route_link_t *) ((u_char *) zone
+                                          + ((size_t) idx.sh->lru.next
+                                             << 3));
+    a->next = idx.sh->lru.next;
+    idx.sh->changing = (ngx_uint_t) -1;
+
+    test_ok(ngx_http_prefix_route_index_trim(&idx, peers[0], 1 << 20, NULL)
+            == 0 && idx.sh->holders == 0 && idx.sh->entries == 0
+            && test_check() == 0,
+            "killed: the zone's list in a loop, mended empty");
+    test_ok(test_killed_mended(), "killed: then the zone records and evicts");
+}
+
+
+/* a full zone: 2 peers, prompts held once (on probation) and twice */
+
+static void
+test_killed_fill(void)
+{
+    ngx_uint_t  t;
+
+    if (zone != NULL) {
+        (void) munmap(zone, zone->end - (u_char *) zone);
+    }
 
     test_zone(64 * 1024, 2);
 
     for (t = 1; t <= 40; t++) {
-        (void) test_record(t, 20, 0, 0);
+        (void) test_record(t, 12, t % 2, 0);
     }
 
-    for (die = 1; die <= 41; die += 10) {
+    for (t = 30; t <= 40; t++) {
+        (void) test_record(t, 12, t % 2, 0);
+    }
+}
 
-        pid = fork();
 
-        if (pid == 0) {
-            ngx_pid = getpid();
-            test_allocs = die;
-            (void) test_record(1000 + die, 200, 1, 0);
-            _exit(1);
-        }
+static void
+test_killed_change(ngx_uint_t change)
+{
+    uint64_t  hash[TEST_MAX_BLOCKS];
 
-        (void) waitpid(pid, &status, 0);
+    switch (change) {
 
-        test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                "killed: a worker dies some allocations into a record");
+    case 0:
+        (void) test_record(5000, 6, 1, 0);
+        break;
 
-        n = test_record(2000 + die, 20, 0, 0);
+    case 1:
+        (void) test_record(39, 14, 1, 60);
+        break;
 
-        test_ok(n == 20 && test_match(2000 + die, 20, 0) == 20,
-                "killed: the next record is whole");
-        test_ok(test_check() == 0, "killed: the index is consistent again");
+    case 2:
+        (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 40, NULL);
+        break;
+
+    default:
+        test_chain(hash, 40, 12);
+        ngx_http_prefix_route_index_forget(&idx, hash, 0, 12, peers[0],
+                                           test_clock);
+    }
+}
+
+
+/*
+ * The next change mends (a trim that drops nothing): consistent at once,
+ * then a record is whole, and 60 prompts after it, evicting
+ */
+
+static ngx_uint_t
+test_killed_mended(void)
+{
+    ngx_uint_t  t, whole;
+
+    if (ngx_http_prefix_route_index_trim(&idx, peers[0], 1 << 20, NULL) != 0
+        || idx.sh->changing != 0 || test_check() != 0)
+    {
+        return 0;
     }
 
-    /* the zone still evicts: a flood keeps the newest prompts whole */
+    if (test_record(6000, 8, 0, 0) != 8 || test_match(6000, 8, 0) != 8
+        || test_check() != 0)
+    {
+        return 0;
+    }
 
-    evictions = idx.sh->evictions;
     whole = 0;
 
-    for (t = 3000; t < 3200; t++) {
-        n = test_record(t, 20, t % 2, 0);
-        whole += (n == 20 && test_match(t, 20, t % 2) == 20);
+    for (t = 6001; t <= 6060; t++) {
+        whole += (test_record(t, 8, t % 2, 0) == 8
+                  && test_match(t, 8, t % 2) == 8);
     }
 
-    test_ok(whole == 200 && idx.sh->evictions > evictions,
-            "killed: then 200 prompts are recorded whole, evicting");
-    test_ok(test_check() == 0, "killed: consistent after the flood");
+    return whole == 60 && idx.sh->changing == 0 && test_check() == 0;
 }
