@@ -689,7 +689,7 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
 {
     uint32_t                        *hp, dropped;
     uint64_t                         lost[4096 / 64];
-    ngx_uint_t                       b, n, i, nb, hot, all, nlost;
+    ngx_uint_t                       b, n, i, k, nb, hot, all, nlost;
     ngx_http_prefix_route_sh_t      *sh;
     ngx_http_prefix_route_peer_t    *peer;
     ngx_http_prefix_route_entry_t   *e, *p;
@@ -727,50 +727,57 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
     /*
      * holders half made (not of this entry, or no holder of the parent)
      * or of a lost list leave their entries' lists, to be freed once no
-     * list has them; pins and the counts taken again below are zeroed
+     * list has them, and then their kids, until none is left whose
+     * parent's holder went; pins and the counts taken again are zeroed
      */
 
-    for (b = 0; b < nb; b++) {
-        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
-             e != NULL;
-             e = ngx_http_prefix_route_ptr(idx, e->next))
-        {
-            n += e->pinned;
-            e->pinned = 0;
-            e->children = 0;
-            e->nholders = 0;
+    do {
+        k = nlost;
 
-            p = ngx_http_prefix_route_ptr(idx, e->parent);
-            hp = &e->holders;
+        for (b = 0; b < nb; b++) {
+            for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+                 e != NULL;
+                 e = ngx_http_prefix_route_ptr(idx, e->next))
+            {
+                n += e->pinned;
+                e->pinned = 0;
+                e->children = 0;
+                e->nholders = 0;
 
-            while (*hp) {
-                h = ngx_http_prefix_route_ptr(idx, *hp);
+                p = ngx_http_prefix_route_ptr(idx, e->parent);
+                hp = &e->holders;
 
-                if (h->entry == ngx_http_prefix_route_off(idx, e)
-                    && h->slot < sh->npeers
-                    && sh->slots[h->slot] != NULL
-                    && !(lost[h->slot / 64] & ((uint64_t) 1 << (h->slot % 64)))
-                    && (p == NULL
-                        ? h->up == 0
-                        : ngx_http_prefix_route_off(idx,
-                              ngx_http_prefix_route_index_holder(idx, p,
+                while (*hp) {
+                    h = ngx_http_prefix_route_ptr(idx, *hp);
+
+                    if (h->entry == ngx_http_prefix_route_off(idx, e)
+                        && h->slot < sh->npeers
+                        && sh->slots[h->slot] != NULL
+                        && !(lost[h->slot / 64]
+                             & ((uint64_t) 1 << (h->slot % 64)))
+                        && (p == NULL
+                            ? h->up == 0
+                            : ngx_http_prefix_route_off(idx,
+                                  ngx_http_prefix_route_index_holder(idx, p,
                                                      sh->slots[h->slot]))
-                          == h->up))
-                {
-                    h->kids = 0;
-                    hp = &h->next;
-                    continue;
+                              == h->up))
+                    {
+                        h->kids = 0;
+                        hp = &h->next;
+                        continue;
+                    }
+
+                    *hp = h->next;
+                    h->next = dropped;
+                    dropped = ngx_http_prefix_route_off(idx, h);
+                    nlost++;
+
+                    ngx_http_prefix_route_kill_point();
                 }
-
-                *hp = h->next;
-                h->next = dropped;
-                dropped = ngx_http_prefix_route_off(idx, h);
-                nlost++;
-
-                ngx_http_prefix_route_kill_point();
             }
         }
-    }
+
+    } while (nlost != k);
 
     /* each list from its forward links: its own holders, in order */
 

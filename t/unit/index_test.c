@@ -922,6 +922,27 @@ test_killed_loop(void)
             "killed: mended, the peer's holders go, the other's stay");
     test_ok(test_killed_mended(), "killed: then the zone records and evicts");
 
+    /*
+     * a holder torn in the middle of a chain (the entry it names zeroed,
+     * 20 bytes into it): it goes, and the blocks after it
+     */
+
+    test_killed_fill();
+
+    a = (ngx_http_prefix_route_link_t *) ((u_char *) zone
+                                          + ((size_t) peers[1]->lru.next
+                                             << 3));
+    a = (ngx_http_prefix_route_link_t *) ((u_char *) zone
+                                          + ((size_t) a->next << 3));
+    *(uint32_t *) ((u_char *) a + 20) = 0;
+    idx.sh->changing = (ngx_uint_t) -1;
+
+    test_ok(ngx_http_prefix_route_index_trim(&idx, peers[0], 1 << 20, NULL)
+            == 0 && test_match(39, 12, 1) == 1 && test_match(37, 12, 1) == 12
+            && test_check() == 0,
+            "killed: a holder torn, mended, the blocks after it go");
+    test_ok(test_killed_mended(), "killed: then the zone records and evicts");
+
     /* the zone's own list: every holder goes */
 
     test_killed_fill();
