@@ -44,6 +44,7 @@ static void test_shared_prefix(void);
 static void test_load(void);
 static void test_killed(void);
 static void test_killed_loop(void);
+static ngx_http_prefix_route_link_t *test_link(uint32_t off);
 static void test_killed_fill(void);
 static void test_killed_change(ngx_uint_t change);
 static ngx_uint_t test_killed_mended(void);
@@ -906,11 +907,8 @@ test_killed_loop(void)
 
     test_killed_fill();
 
-    a = (ngx_http_prefix_route_link_t *) ((u_char *) zone
-                                          + ((size_t) peers[1]->lru.next
-                                             << 3));
-    b = (ngx_http_prefix_route_link_t *) ((u_char *) zone
-                                          + ((size_t) a->next << 3));
+    a = test_link(peers[1]->lru.next);
+    b = test_link(a->next);
     b->next = peers[1]->lru.next;
     idx.sh->changing = (ngx_uint_t) -1;
 
@@ -929,11 +927,8 @@ test_killed_loop(void)
 
     test_killed_fill();
 
-    a = (ngx_http_prefix_route_link_t *) ((u_char *) zone
-                                          + ((size_t) peers[1]->lru.next
-                                             << 3));
-    a = (ngx_http_prefix_route_link_t *) ((u_char *) zone
-                                          + ((size_t) a->next << 3));
+    a = test_link(peers[1]->lru.next);
+    a = test_link(a->next);
     *(uint32_t *) ((u_char *) a + 20) = 0;
     idx.sh->changing = (ngx_uint_t) -1;
 
@@ -947,9 +942,7 @@ test_killed_loop(void)
 
     test_killed_fill();
 
-    a = (ngx_http_prefix_route_link_t *) ((u_char *) zone
-                                          + ((size_t) idx.sh->lru.next
-                                             << 3));
+    a = test_link(idx.sh->lru.next);
     a->next = idx.sh->lru.next;
     idx.sh->changing = (ngx_uint_t) -1;
 
@@ -958,6 +951,16 @@ test_killed_loop(void)
             && test_check() == 0,
             "killed: the zone's list in a loop, mended empty");
     test_ok(test_killed_mended(), "killed: then the zone records and evicts");
+}
+
+
+/* the link at a zone offset, as the index's lists give them */
+
+static ngx_http_prefix_route_link_t *
+test_link(uint32_t off)
+{
+    return (ngx_http_prefix_route_link_t *) ((u_char *) zone
+                                             + ((size_t) off << 3));
 }
 
 
