@@ -133,6 +133,13 @@ void ngx_http_prefix_route_kill_point(void);
 #define ngx_http_prefix_route_kill_point()
 #endif
 
+/*
+ * The compiler keeps the index's writes on either side in this order; the
+ * processor may not make them visible in order, but all of a killed
+ * process's writes are done by the time another takes the mutex.
+ */
+#define ngx_http_prefix_route_order()  __asm__ volatile ("" ::: "memory")
+
 
 static ngx_uint_t ngx_http_prefix_route_index_put(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
@@ -140,6 +147,8 @@ static ngx_uint_t ngx_http_prefix_route_index_put(
     ngx_uint_t capacity, uint32_t stamp);
 static void ngx_http_prefix_route_index_begin(
     ngx_http_prefix_route_index_t *idx, ngx_uint_t mark);
+static void ngx_http_prefix_route_index_end(
+    ngx_http_prefix_route_index_t *idx);
 static ngx_uint_t ngx_http_prefix_route_index_cut(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
     ngx_uint_t capacity, uint32_t *before);
@@ -150,9 +159,13 @@ static ngx_uint_t ngx_http_prefix_route_index_walkable(
 static void ngx_http_prefix_route_index_rebuild(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *head,
     ngx_uint_t zone, ngx_uint_t which);
+static ngx_uint_t ngx_http_prefix_route_index_sift(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
+    uint64_t *lost);
 static void ngx_http_prefix_route_index_relink(
-    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_holder_t *h,
-    ngx_uint_t zone);
+    ngx_http_prefix_route_index_t *idx);
+static void ngx_http_prefix_route_index_recount(
+    ngx_http_prefix_route_index_t *idx);
 static ngx_uint_t ngx_http_prefix_route_index_inside(
     ngx_http_prefix_route_index_t *idx, uint32_t off);
 static ngx_uint_t ngx_http_prefix_route_index_linked(
@@ -358,15 +371,19 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
         if (peer->len == name->len
             && ngx_memcmp(peer->name, name->data, name->len) == 0)
         {
-            goto done;
+            return peer;
         }
     }
 
-    peer = NULL;
-
     if (sh->npeers == NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS) {
-        goto done;
+        return NULL;
     }
+
+    /* it may evict: a change, on an index mended if a worker died */
+
+    ngx_http_prefix_route_index_begin(idx, NGX_HTTP_PREFIX_ROUTE_NO_CHAIN);
+
+    peer = NULL;
 
     /*
      * In a zone full of index blocks the whole index may have to go to
@@ -408,15 +425,18 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
                              * sizeof(ngx_http_prefix_route_cell_t));
 
     ngx_http_prefix_route_link_init(idx, &peer->lru);
-    peer->slot = sh->npeers++;
+    peer->slot = sh->npeers;
     peer->cells = (ngx_http_prefix_route_cell_t *) ((u_char *) peer + size);
     peer->len = name->len;
     ngx_memcpy(peer->name, name->data, name->len);
 
     sh->slots[peer->slot] = peer;
+    sh->npeers++;
     ngx_queue_insert_tail(&sh->peers, &peer->queue);
 
 done:
+
+    ngx_http_prefix_route_index_end(idx);
 
     return peer;
 }
@@ -495,7 +515,7 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
 
     i = ngx_http_prefix_route_index_put(idx, hash, n, held, peer, tenant,
                                         capacity, stamp);
-    idx->sh->changing = 0;
+    ngx_http_prefix_route_index_end(idx);
 
     return i;
 }
@@ -516,6 +536,17 @@ ngx_http_prefix_route_index_begin(ngx_http_prefix_route_index_t *idx,
     }
 
     idx->sh->changing = mark;
+
+    ngx_http_prefix_route_order();
+}
+
+
+static void
+ngx_http_prefix_route_index_end(ngx_http_prefix_route_index_t *idx)
+{
+    ngx_http_prefix_route_order();
+
+    idx->sh->changing = 0;
 }
 
 
@@ -668,40 +699,35 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
  * chain it recorded pinned and its new holders older than their parents,
  * and, killed inside an operation, a holder half made or half linked and
  * counts half updated: eviction, which takes only unpinned leaves at the
- * lists' tails, would stop for good once they reach them.  Every write is
- * ordered so that the forward links of each list and the holders' lists
- * of the entries stay whole at any point (a holder leaves the lists
- * before its entry's list, and joins its entry's list before the lists),
- * and the mend takes them as the truth: a holder whose fields do not
- * agree with its entry's leaves the entry's list, each list is walked
- * forward and keeps the holders of its own that are in their entries'
- * lists, in order, a holder of an entry's list that no list kept is
- * linked again, every pin goes, every count is taken again, the chain of
- * a dead record is put in order as its last loop does, and the entries
- * nobody holds are freed.  A list that does not come back to its head
- * (more than one death, or a torn write) loses its holders: the zone's
- * lists, all of them.  O(the zone's holders), once per such death; the
- * mend is a change too, and a death inside it is mended by the next.
+ * lists' tails, would stop for good once they reach them.  The writes are
+ * ordered so that each entry's list of holders and each list's forward
+ * links stay whole at any point, and the mend takes them as the truth
+ * (design.md, "Failures, memory and counters").  O(the zone's holders),
+ * once per such death; the mend is a change too, and a death inside it
+ * is mended by the next.
  */
 
 static void
 ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
 {
-    uint32_t                        *hp, dropped;
-    uint64_t                         lost[4096 / 64];
     ngx_uint_t                       b, n, i, k, nb, hot, all, nlost;
     ngx_http_prefix_route_sh_t      *sh;
     ngx_http_prefix_route_peer_t    *peer;
-    ngx_http_prefix_route_entry_t   *e, *p;
-    ngx_http_prefix_route_holder_t  *h, *up;
+    ngx_http_prefix_route_entry_t   *e;
+    ngx_http_prefix_route_holder_t  *h;
+    uint64_t                         lost[(NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS
+                                           + 64) / 64];
 
     sh = idx->sh;
     nb = (ngx_uint_t) 1 << (64 - sh->shift);
     n = 0;
     nlost = 0;
-    dropped = 0;
 
-    /* a list that does not come back to its head loses its holders */
+    /*
+     * A list that does not come back to its head loses its holders; it is
+     * emptied only once they are out of their entries' lists, so that a
+     * death before that finds it lost again.
+     */
 
     ngx_memzero(lost, sizeof(lost));
 
@@ -715,20 +741,15 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
             && (all || !ngx_http_prefix_route_index_walkable(idx, &peer->lru)))
         {
             lost[i / 64] |= (uint64_t) 1 << (i % 64);
-            ngx_http_prefix_route_link_init(idx, &peer->lru);
         }
     }
 
-    if (all) {
-        ngx_http_prefix_route_link_init(idx, &sh->hot);
-        ngx_http_prefix_route_link_init(idx, &sh->lru);
-    }
-
     /*
-     * holders half made (not of this entry, or no holder of the parent)
-     * or of a lost list leave their entries' lists, to be freed once no
-     * list has them, and then their kids, until none is left whose
-     * parent's holder went; pins and the counts taken again are zeroed
+     * Holders half made or torn (not of this entry, or their "up" not
+     * this server's holder of the parent block), or of a lost list, leave
+     * their entries' lists for sh->dropped, and then their kids, until
+     * none is left whose parent's holder went; pins and the counts taken
+     * again below are zeroed.
      */
 
     do {
@@ -744,40 +765,22 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
                 e->children = 0;
                 e->nholders = 0;
 
-                p = ngx_http_prefix_route_ptr(idx, e->parent);
-                hp = &e->holders;
-
-                while (*hp) {
-                    h = ngx_http_prefix_route_ptr(idx, *hp);
-
-                    if (h->entry == ngx_http_prefix_route_off(idx, e)
-                        && h->slot < sh->npeers
-                        && sh->slots[h->slot] != NULL
-                        && !(lost[h->slot / 64]
-                             & ((uint64_t) 1 << (h->slot % 64)))
-                        && (p == NULL
-                            ? h->up == 0
-                            : ngx_http_prefix_route_off(idx,
-                                  ngx_http_prefix_route_index_holder(idx, p,
-                                                     sh->slots[h->slot]))
-                              == h->up))
-                    {
-                        h->kids = 0;
-                        hp = &h->next;
-                        continue;
-                    }
-
-                    *hp = h->next;
-                    h->next = dropped;
-                    dropped = ngx_http_prefix_route_off(idx, h);
-                    nlost++;
-
-                    ngx_http_prefix_route_kill_point();
-                }
+                nlost += ngx_http_prefix_route_index_sift(idx, e, lost);
             }
         }
 
     } while (nlost != k);
+
+    for (i = 0; i < sh->npeers; i++) {
+        if (lost[i / 64] & ((uint64_t) 1 << (i % 64))) {
+            ngx_http_prefix_route_link_init(idx, &sh->slots[i]->lru);
+        }
+    }
+
+    if (all) {
+        ngx_http_prefix_route_link_init(idx, &sh->hot);
+        ngx_http_prefix_route_link_init(idx, &sh->lru);
+    }
 
     /* each list from its forward links: its own holders, in order */
 
@@ -790,15 +793,317 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
     ngx_http_prefix_route_index_rebuild(idx, &sh->hot, 1, 1);
     ngx_http_prefix_route_index_rebuild(idx, &sh->lru, 1, 0);
 
-    /* no list has the holders dropped */
+    /* no list has the holders dropped: each leaves the chain, then goes */
 
-    while (dropped) {
-        h = ngx_http_prefix_route_ptr(idx, dropped);
-        dropped = h->next;
+    while (sh->dropped) {
+        h = ngx_http_prefix_route_ptr(idx, sh->dropped);
+        sh->dropped = h->up;
+
+        ngx_http_prefix_route_order();
+
         ngx_slab_free_locked(idx->shpool, h);
+
+        ngx_http_prefix_route_kill_point();
     }
 
-    /* every count again, one for each link */
+    ngx_http_prefix_route_index_relink(idx);
+    ngx_http_prefix_route_index_recount(idx);
+
+    /* the dead record's chain in order, its protected blocks a prefix */
+
+    i = sh->changing - 1;
+    peer = (i < sh->npeers) ? sh->slots[i] : NULL;
+
+    if (peer != NULL) {
+        hot = 0;
+
+        for (h = ngx_http_prefix_route_ptr(idx, peer->lru.next);
+             h != NULL && &h->peer_lru != &peer->lru;
+             h = ngx_http_prefix_route_ptr(idx, h->up))
+        {
+            ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
+            ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
+
+            hot |= h->hot;
+            ngx_http_prefix_route_index_segment(idx, h, hot);
+        }
+    }
+
+    /* what nobody holds goes; its bucket changes */
+
+    for (b = 0; b < nb; b++) {
+
+    again:
+
+        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+             e != NULL;
+             e = ngx_http_prefix_route_ptr(idx, e->next))
+        {
+            if (e->holders == 0 && e->children == 0) {
+                ngx_http_prefix_route_index_release(idx, e);
+                goto again;
+            }
+        }
+    }
+
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                  "prefix_route: a worker died while changing the index; "
+                  "it is mended (%ui blocks unpinned, %ui index pairs "
+                  "dropped)", n, nlost);
+}
+
+
+/*
+ * Takes out of entry "e"'s list the holders that are not whole (see
+ * above) or are in a "lost" server's list, onto sh->dropped (linked by
+ * "up"), and zeroes the kids of the others; returns how many went.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_sift(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_entry_t *e, uint64_t *lost)
+{
+    uint32_t                        *hp;
+    ngx_uint_t                       n;
+    ngx_http_prefix_route_sh_t      *sh;
+    ngx_http_prefix_route_entry_t   *p;
+    ngx_http_prefix_route_holder_t  *h, *up;
+
+    sh = idx->sh;
+    p = ngx_http_prefix_route_ptr(idx, e->parent);
+    hp = &e->holders;
+    n = 0;
+
+    while (*hp) {
+        h = ngx_http_prefix_route_ptr(idx, *hp);
+
+        /* "up" itself in the parent's list, not the first of its slot */
+
+        for (up = p ? ngx_http_prefix_route_ptr(idx, p->holders) : NULL;
+             up != NULL && ngx_http_prefix_route_off(idx, up) != h->up;
+             up = ngx_http_prefix_route_ptr(idx, up->next))
+        {
+            /* void */
+        }
+
+        if (h->entry == ngx_http_prefix_route_off(idx, e)
+            && h->slot < sh->npeers
+            && sh->slots[h->slot] != NULL
+            && !(lost[h->slot / 64] & ((uint64_t) 1 << (h->slot % 64)))
+            && (p == NULL
+                ? h->up == 0
+                : (up != NULL && up->slot == h->slot
+                   && up->entry == e->parent)))
+        {
+            h->kids = 0;
+            hp = &h->next;
+            continue;
+        }
+
+        *hp = h->next;
+        h->up = sh->dropped;
+
+        ngx_http_prefix_route_order();
+
+        sh->dropped = ngx_http_prefix_route_off(idx, h);
+        n++;
+
+        ngx_http_prefix_route_kill_point();
+    }
+
+    return n;
+}
+
+
+/*
+ * Whether the list at "head" comes back to it by its forward links
+ * within as many steps as the zone has room for holders.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_walkable(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_link_t *head)
+{
+    uint32_t    off, end;
+    ngx_uint_t  n, max;
+
+    max = (idx->shpool->end - (u_char *) idx->shpool)
+          / sizeof(ngx_http_prefix_route_holder_t);
+    end = ngx_http_prefix_route_off(idx, head);
+
+    for (off = head->next, n = 0; off != end; n++) {
+
+        if (n == max || !ngx_http_prefix_route_index_inside(idx, off)) {
+            return 0;
+        }
+
+        off = ((ngx_http_prefix_route_link_t *)
+                   ngx_http_prefix_route_ptr(idx, off))->next;
+    }
+
+    return 1;
+}
+
+
+/*
+ * The list at "head", walkable, linked again both ways from its forward
+ * links with the holders that are in their entries' lists and are its
+ * own: of slot "which" if a peer's list ("zone" 0), else protected or not
+ * as "which" says.  Those kept are marked in their kids field, zeroed by
+ * sift(): 1 in a peer's list, 2 in the zone's.
+ */
+
+static void
+ngx_http_prefix_route_index_rebuild(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_link_t *head, ngx_uint_t zone, ngx_uint_t which)
+{
+    uint32_t                         off, end;
+    ngx_uint_t                       own, mark;
+    ngx_http_prefix_route_link_t    *l, *last;
+    ngx_http_prefix_route_entry_t   *e;
+    ngx_http_prefix_route_holder_t  *h, *m;
+
+    end = ngx_http_prefix_route_off(idx, head);
+    last = head;
+    mark = zone ? 2 : 1;
+
+    for (off = head->next; off != end; off = l->next) {
+        l = ngx_http_prefix_route_ptr(idx, off);
+        h = zone ? ngx_http_prefix_route_zone_holder(l)
+                 : (ngx_http_prefix_route_holder_t *) l;
+
+        /* a link of a holder, or the head of another list: not a holder */
+
+        own = (u_char *) h > (u_char *) idx->shpool
+              && (u_char *) (h + 1) <= idx->shpool->end
+              && (zone ? (h->hot == which) : (h->slot == which));
+        e = NULL;
+
+        if (own && ngx_http_prefix_route_index_inside(idx, h->entry)) {
+            e = ngx_http_prefix_route_ptr(idx, h->entry);
+
+            if (ngx_http_prefix_route_index_lookup(idx, e->key) != e) {
+                e = NULL;
+            }
+        }
+
+        for (m = e ? ngx_http_prefix_route_ptr(idx, e->holders) : NULL;
+             m != NULL && m != h;
+             m = ngx_http_prefix_route_ptr(idx, m->next))
+        {
+            /* void */
+        }
+
+        if (m == NULL || (h->kids & mark)) {
+            continue;
+        }
+
+        h->kids |= mark;
+
+        last->next = off;
+        l->prev = ngx_http_prefix_route_off(idx, last);
+        last = l;
+
+        ngx_http_prefix_route_kill_point();
+    }
+
+    last->next = end;
+    head->prev = ngx_http_prefix_route_off(idx, last);
+}
+
+
+/*
+ * Links again each holder that no list kept, a parent before its kids:
+ * right after the holder of its parent block if that is in the same list
+ * (a parent stays the more recently used), else first; then zeroes the
+ * marks of rebuild().
+ */
+
+static void
+ngx_http_prefix_route_index_relink(ngx_http_prefix_route_index_t *idx)
+{
+    ngx_uint_t                       b, k, s, nb, same;
+    ngx_http_prefix_route_sh_t      *sh;
+    ngx_http_prefix_route_entry_t   *e;
+    ngx_http_prefix_route_holder_t  *h, *up;
+
+    sh = idx->sh;
+    nb = (ngx_uint_t) 1 << (64 - sh->shift);
+
+    do {
+        k = 0;
+
+        for (b = 0; b < nb; b++) {
+            for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+                 e != NULL;
+                 e = ngx_http_prefix_route_ptr(idx, e->next))
+            {
+                for (h = ngx_http_prefix_route_ptr(idx, e->holders);
+                     h != NULL;
+                     h = ngx_http_prefix_route_ptr(idx, h->next))
+                {
+                    for (s = 1; s <= 2; s++) {
+                        if (h->kids & s) {
+                            continue;
+                        }
+
+                        up = ngx_http_prefix_route_ptr(idx, h->up);
+                        same = (up != NULL && (s == 1 || up->hot == h->hot));
+
+                        if (same && !(up->kids & s)) {
+                            continue;
+                        }
+
+                        if (s == 1) {
+                            ngx_http_prefix_route_link_head(idx,
+                                   same ? &up->peer_lru
+                                        : &sh->slots[h->slot]->lru,
+                                   &h->peer_lru);
+
+                        } else {
+                            ngx_http_prefix_route_link_head(idx,
+                                   same ? &up->zone_lru
+                                        : (h->hot ? &sh->hot : &sh->lru),
+                                   &h->zone_lru);
+                        }
+
+                        h->kids |= s;
+                        k++;
+                    }
+                }
+            }
+        }
+
+    } while (k);
+
+    for (b = 0; b < nb; b++) {
+        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+             e != NULL;
+             e = ngx_http_prefix_route_ptr(idx, e->next))
+        {
+            for (h = ngx_http_prefix_route_ptr(idx, e->holders);
+                 h != NULL;
+                 h = ngx_http_prefix_route_ptr(idx, h->next))
+            {
+                h->kids = 0;
+            }
+        }
+    }
+}
+
+
+/* every count of the index again, one for each link */
+
+static void
+ngx_http_prefix_route_index_recount(ngx_http_prefix_route_index_t *idx)
+{
+    ngx_uint_t                       b, i, nb;
+    ngx_http_prefix_route_sh_t      *sh;
+    ngx_http_prefix_route_entry_t   *e, *p;
+    ngx_http_prefix_route_holder_t  *h, *up;
+
+    sh = idx->sh;
+    nb = (ngx_uint_t) 1 << (64 - sh->shift);
 
     sh->entries = 0;
     sh->holders = 0;
@@ -847,193 +1152,6 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
             }
         }
     }
-
-    /* a holder no list kept (cut inside a move) is linked again */
-
-    for (b = 0; b < nb; b++) {
-        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
-             e != NULL;
-             e = ngx_http_prefix_route_ptr(idx, e->next))
-        {
-            for (h = ngx_http_prefix_route_ptr(idx, e->holders);
-                 h != NULL;
-                 h = ngx_http_prefix_route_ptr(idx, h->next))
-            {
-                if (!ngx_http_prefix_route_index_linked(idx, &h->peer_lru)) {
-                    ngx_http_prefix_route_index_relink(idx, h, 0);
-                }
-
-                if (!ngx_http_prefix_route_index_linked(idx, &h->zone_lru)) {
-                    ngx_http_prefix_route_index_relink(idx, h, 1);
-                }
-            }
-        }
-    }
-
-    /* the dead record's chain in order, its protected blocks a prefix */
-
-    i = sh->changing - 1;
-    peer = (i < sh->npeers) ? sh->slots[i] : NULL;
-
-    if (peer != NULL) {
-        hot = 0;
-
-        for (h = ngx_http_prefix_route_ptr(idx, peer->lru.next);
-             h != NULL && &h->peer_lru != &peer->lru;
-             h = ngx_http_prefix_route_ptr(idx, h->up))
-        {
-            ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
-            ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
-
-            hot |= h->hot;
-            ngx_http_prefix_route_index_segment(idx, h, hot);
-        }
-    }
-
-    /* what nobody holds goes; its bucket changes */
-
-    for (b = 0; b < nb; b++) {
-
-    again:
-
-        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
-             e != NULL;
-             e = ngx_http_prefix_route_ptr(idx, e->next))
-        {
-            if (e->holders == 0 && e->children == 0) {
-                ngx_http_prefix_route_index_release(idx, e);
-                goto again;
-            }
-        }
-    }
-
-    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                  "prefix_route: a worker died while changing the index; "
-                  "it is mended (%ui blocks unpinned, %ui index pairs "
-                  "dropped)", n, nlost);
-}
-
-
-/*
- * Whether the list at "head" comes back to it by its forward links
- * within as many steps as the zone has room for holders.
- */
-
-static ngx_uint_t
-ngx_http_prefix_route_index_walkable(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_link_t *head)
-{
-    uint32_t    off, end;
-    ngx_uint_t  n, max;
-
-    max = (idx->shpool->end - (u_char *) idx->shpool)
-          / sizeof(ngx_http_prefix_route_holder_t);
-    end = ngx_http_prefix_route_off(idx, head);
-
-    for (off = head->next, n = 0; off != end; n++) {
-
-        if (n == max || !ngx_http_prefix_route_index_inside(idx, off)) {
-            return 0;
-        }
-
-        off = ((ngx_http_prefix_route_link_t *)
-                   ngx_http_prefix_route_ptr(idx, off))->next;
-    }
-
-    return 1;
-}
-
-
-/*
- * The list at "head", walkable, linked again both ways from its forward
- * links with the holders that are in their entries' lists and are its
- * own: of slot "which" if a peer's list ("zone" 0), else protected or not
- * as "which" says.
- */
-
-static void
-ngx_http_prefix_route_index_rebuild(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_link_t *head, ngx_uint_t zone, ngx_uint_t which)
-{
-    uint32_t                         off, end;
-    ngx_uint_t                       own;
-    ngx_http_prefix_route_link_t    *l, *last;
-    ngx_http_prefix_route_entry_t   *e;
-    ngx_http_prefix_route_holder_t  *h, *m;
-
-    end = ngx_http_prefix_route_off(idx, head);
-    last = head;
-
-    for (off = head->next; off != end; off = l->next) {
-        l = ngx_http_prefix_route_ptr(idx, off);
-        h = zone ? ngx_http_prefix_route_zone_holder(l)
-                 : (ngx_http_prefix_route_holder_t *) l;
-
-        /* a link of a holder, or the head of another list: not a holder */
-
-        own = (u_char *) h > (u_char *) idx->shpool
-              && (u_char *) (h + 1) <= idx->shpool->end
-              && (zone ? (h->hot == which) : (h->slot == which));
-        e = NULL;
-
-        if (own && ngx_http_prefix_route_index_inside(idx, h->entry)) {
-            e = ngx_http_prefix_route_ptr(idx, h->entry);
-
-            if (ngx_http_prefix_route_index_lookup(idx, e->key) != e) {
-                e = NULL;
-            }
-        }
-
-        for (m = e ? ngx_http_prefix_route_ptr(idx, e->holders) : NULL;
-             m != NULL && m != h;
-             m = ngx_http_prefix_route_ptr(idx, m->next))
-        {
-            /* void */
-        }
-
-        if (m == NULL) {
-            continue;
-        }
-
-        last->next = off;
-        l->prev = ngx_http_prefix_route_off(idx, last);
-        last = l;
-
-        ngx_http_prefix_route_kill_point();
-    }
-
-    last->next = end;
-    head->prev = ngx_http_prefix_route_off(idx, last);
-}
-
-
-/*
- * A holder's link in its peer's list ("zone" 0) or the zone's: right
- * after the holder of its parent block if that is in the same list, so
- * that a parent stays the more recently used, else first.
- */
-
-static void
-ngx_http_prefix_route_index_relink(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_holder_t *h, ngx_uint_t zone)
-{
-    ngx_http_prefix_route_holder_t  *up;
-
-    up = ngx_http_prefix_route_ptr(idx, h->up);
-
-    if (zone) {
-        ngx_http_prefix_route_link_head(idx,
-                                 (up != NULL && up->hot == h->hot)
-                                 ? &up->zone_lru
-                                 : (h->hot ? &idx->sh->hot : &idx->sh->lru),
-                                 &h->zone_lru);
-        return;
-    }
-
-    ngx_http_prefix_route_link_head(idx,
-                             up != NULL ? &up->peer_lru
-                                        : &idx->sh->slots[h->slot]->lru,
-                             &h->peer_lru);
 }
 
 
@@ -1050,8 +1168,8 @@ ngx_http_prefix_route_index_inside(ngx_http_prefix_route_index_t *idx,
 
 
 /*
- * Whether a link is where its neighbours say: a holder half linked by a
- * worker killed mid-record is not, or points outside the zone.
+ * Whether a link is where its neighbours say, for the check: not if it
+ * points outside the zone.
  */
 
 static ngx_uint_t
@@ -1104,7 +1222,7 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_index_begin(idx, NGX_HTTP_PREFIX_ROUTE_NO_CHAIN);
 
     n = ngx_http_prefix_route_index_cut(idx, peer, capacity, before);
-    idx->sh->changing = 0;
+    ngx_http_prefix_route_index_end(idx);
 
     return n;
 }
@@ -1123,8 +1241,6 @@ ngx_http_prefix_route_index_cut(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_holder_t  *h;
 
     n = 0;
-
-    /* the list, not the count: a worker killed mid-change may leave that */
 
     while (peer->lru.prev != ngx_http_prefix_route_off(idx, &peer->lru)) {
         l = ngx_http_prefix_route_ptr(idx, peer->lru.prev);
@@ -1193,7 +1309,7 @@ ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
         h = up;
     }
 
-    idx->sh->changing = 0;
+    ngx_http_prefix_route_index_end(idx);
 }
 
 
@@ -1587,6 +1703,9 @@ ngx_http_prefix_route_index_entry(ngx_http_prefix_route_index_t *idx,
 
     bucket = &idx->sh->buckets[ngx_http_prefix_route_bucket(idx->sh, key)];
     e->next = *bucket;
+
+    ngx_http_prefix_route_order();
+
     *bucket = ngx_http_prefix_route_off(idx, e);
 
     ngx_http_prefix_route_kill_point();
@@ -1689,6 +1808,9 @@ ngx_http_prefix_route_index_add(ngx_http_prefix_route_index_t *idx,
     }
 
     h->next = e->holders;
+
+    ngx_http_prefix_route_order();
+
     e->holders = ngx_http_prefix_route_off(idx, h);
     e->nholders++;
 
@@ -1703,6 +1825,10 @@ ngx_http_prefix_route_index_add(ngx_http_prefix_route_index_t *idx,
     if (up != NULL) {
         up->kids++;
     }
+
+    /* in its entry's list before the lists, the mend's order */
+
+    ngx_http_prefix_route_order();
 
     ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
     ngx_http_prefix_route_link_head(idx, &idx->sh->lru, &h->zone_lru);
@@ -1849,6 +1975,8 @@ ngx_http_prefix_route_index_remove(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
     ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
 
+    ngx_http_prefix_route_order();
+
     for (hp = &e->holders;
          *hp != off && *hp != 0;
          hp = &((ngx_http_prefix_route_holder_t *)
@@ -1857,7 +1985,7 @@ ngx_http_prefix_route_index_remove(ngx_http_prefix_route_index_t *idx,
         /* void */
     }
 
-    /* not there: taken out by a worker killed mid-remove, or a repair */
+    /* always there, the index mended before a change; a guard all the same */
 
     if (*hp == off) {
         *hp = h->next;
@@ -1956,6 +2084,9 @@ ngx_http_prefix_route_link_head(ngx_http_prefix_route_index_t *idx,
     l->prev = ngx_http_prefix_route_off(idx, head);
     next->prev = ngx_http_prefix_route_off(idx, l);
 
+    /* the link forward last: the mend walks those */
+
+    ngx_http_prefix_route_order();
     ngx_http_prefix_route_kill_point();
 
     head->next = next->prev;
@@ -1975,6 +2106,7 @@ ngx_http_prefix_route_link_remove(ngx_http_prefix_route_index_t *idx,
 
     prev->next = l->next;
 
+    ngx_http_prefix_route_order();
     ngx_http_prefix_route_kill_point();
 
     next->prev = l->prev;

@@ -222,6 +222,9 @@ typedef struct {
                                                    + 1, or -1 (no chain);
                                                    found set, its worker
                                                    died */
+    uint32_t                         dropped;   /* holders the mend took
+                                                   out, to be freed: by
+                                                   "up", from the last */
 
     ngx_uint_t                       nworkers;  /* slots, then one shared */
     ngx_http_prefix_route_worker_t  *workers;
