@@ -1343,6 +1343,11 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         "a list's links back differ from its links forward"
     };
 
+    /* a change a killed worker left is mended first, as the next would */
+
+    ngx_http_prefix_route_index_begin(idx, NGX_HTTP_PREFIX_ROUTE_NO_CHAIN);
+    ngx_http_prefix_route_index_end(idx);
+
     sh = idx->sh;
     bad = 0;
     ngx_memzero(seen, sizeof(seen));

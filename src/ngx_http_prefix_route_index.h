@@ -402,10 +402,11 @@ void ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
  * holder's entry and parent holder, each peer's blocks and LRU queue,
  * each tenant's entries and protected holders, and that a parent is more
  * recently used than its child.  O(n log n) in the holders, which it
- * sorts; for tests and the status endpoint's "check" argument.  Logs
- * each kind of inconsistency found once, at alert level, and returns the
- * number found (0: consistent), or NGX_ERROR when "pool" has no memory
- * for the walk.
+ * sorts; for tests and the status endpoint's "check" argument, after
+ * mending what a worker killed inside a change left, as the next change
+ * would (the mutex held, as for the others).  Logs each kind of
+ * inconsistency found once, at alert level, and returns the number found
+ * (0: consistent), or NGX_ERROR when "pool" has no memory for the walk.
  */
 ngx_int_t ngx_http_prefix_route_index_check(
     ngx_http_prefix_route_index_t *idx, ngx_pool_t *pool, ngx_log_t *log);
