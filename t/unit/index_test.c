@@ -247,7 +247,20 @@ test_record(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer,
 static ngx_int_t
 test_check(void)
 {
-    return ngx_http_prefix_route_index_check(&idx, test_pool, &test_log);
+    ngx_int_t    rc;
+    ngx_pool_t  *pool;
+
+    /* a pool of its own: thousands of checks would grow the process */
+
+    pool = ngx_create_pool(16384, &test_log);
+    if (pool == NULL) {
+        exit(1);
+    }
+
+    rc = ngx_http_prefix_route_index_check(&idx, pool, &test_log);
+    ngx_destroy_pool(pool);
+
+    return rc;
 }
 
 
