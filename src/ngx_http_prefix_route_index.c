@@ -122,23 +122,6 @@ struct ngx_http_prefix_route_holder_s {
 /* sh->changing of a change that records no chain (trim, forget) */
 #define NGX_HTTP_PREFIX_ROUTE_NO_CHAIN     ((ngx_uint_t) -1)
 
-/*
- * Between two writes to the zone: t/unit/index_test.c builds with
- * NGX_HTTP_PREFIX_ROUTE_KILL_POINTS to end the process at each in turn,
- * as SIGKILL or the OOM killer may end a worker.
- */
-#if (NGX_HTTP_PREFIX_ROUTE_KILL_POINTS)
-void ngx_http_prefix_route_kill_point(void);
-#else
-#define ngx_http_prefix_route_kill_point()
-#endif
-
-/*
- * The compiler keeps the index's writes on either side in this order; the
- * processor may not make them visible in order, but all of a killed
- * process's writes are done by the time another takes the mutex.
- */
-#define ngx_http_prefix_route_order()  __asm__ volatile ("" ::: "memory")
 
 
 static ngx_uint_t ngx_http_prefix_route_index_put(

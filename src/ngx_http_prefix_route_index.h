@@ -24,6 +24,26 @@
  */
 
 
+/*
+ * The compiler keeps the zone's writes on either side in this order, as
+ * the mend of a worker killed between them needs (..._index.c); the
+ * processor may not make them visible in order, but all of a killed
+ * process's writes are done by the time another takes the mutex.
+ */
+#define ngx_http_prefix_route_order()  __asm__ volatile ("" ::: "memory")
+
+/*
+ * Between two writes to the zone: t/unit/index_test.c builds with
+ * NGX_HTTP_PREFIX_ROUTE_KILL_POINTS to end the process at each in turn,
+ * as SIGKILL or the OOM killer may end a worker.
+ */
+#if (NGX_HTTP_PREFIX_ROUTE_KILL_POINTS)
+void ngx_http_prefix_route_kill_point(void);
+#else
+#define ngx_http_prefix_route_kill_point()
+#endif
+
+
 typedef struct ngx_http_prefix_route_entry_s   ngx_http_prefix_route_entry_t;
 typedef struct ngx_http_prefix_route_holder_s  ngx_http_prefix_route_holder_t;
 

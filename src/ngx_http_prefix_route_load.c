@@ -33,6 +33,7 @@ ngx_http_prefix_route_load_charge(ngx_http_prefix_route_index_t *idx,
     cell = ngx_http_prefix_route_load_slot(idx);
 
     ngx_http_prefix_route_load_add(&peer->cells[cell], work, bytes);
+    ngx_http_prefix_route_kill_point();
     ngx_http_prefix_route_load_add(&peer->load, work, bytes);
 
     return cell;
@@ -53,6 +54,7 @@ ngx_http_prefix_route_load_start(ngx_http_prefix_route_peer_t *peer,
     }
 
     ngx_http_prefix_route_load_sub(c, work, 0, 1, 0);
+    ngx_http_prefix_route_kill_point();
     ngx_http_prefix_route_load_sub(&peer->load, work, 0, 1, 0);
 }
 
@@ -74,6 +76,7 @@ ngx_http_prefix_route_load_discharge(ngx_http_prefix_route_peer_t *peer,
     }
 
     ngx_http_prefix_route_load_sub(c, work, bytes, !started, 1);
+    ngx_http_prefix_route_kill_point();
     ngx_http_prefix_route_load_sub(&peer->load, work, bytes, !started, 1);
 }
 
@@ -245,9 +248,9 @@ static ngx_uint_t
 ngx_http_prefix_route_load_orphans(ngx_http_prefix_route_index_t *idx,
     ngx_uint_t slot)
 {
-    ngx_uint_t                     n;
+    ngx_uint_t                     n, i;
     ngx_queue_t                   *q;
-    ngx_http_prefix_route_cell_t  *c;
+    ngx_http_prefix_route_cell_t  *c, *t;
     ngx_http_prefix_route_peer_t  *peer;
 
     n = 0;
@@ -260,10 +263,22 @@ ngx_http_prefix_route_load_orphans(ngx_http_prefix_route_index_t *idx,
         c = &peer->cells[slot];
 
         n += c->inflight;
-
-        ngx_http_prefix_route_load_sub(&peer->load, c->queued, c->bytes,
-                                       c->waiting, c->inflight);
         ngx_memzero(c, sizeof(ngx_http_prefix_route_cell_t));
+
+        /*
+         * the total again from the cells left: a worker killed between its
+         * cell and the total leaves neither more nor less for good
+         */
+
+        t = &peer->load;
+        ngx_memzero(t, sizeof(ngx_http_prefix_route_cell_t));
+
+        for (i = 0; i <= idx->sh->nworkers; i++) {
+            t->queued += peer->cells[i].queued;
+            t->bytes += peer->cells[i].bytes;
+            t->waiting += peer->cells[i].waiting;
+            t->inflight += peer->cells[i].inflight;
+        }
     }
 
     return n;

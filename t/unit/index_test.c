@@ -813,6 +813,41 @@ test_load(void)
             && l0->queued == 3000);
     test_ok(dead, "load: a dead worker's charges are given back, no more");
 
+    /*
+     * a worker killed inside a start and inside a discharge, between the
+     * server's total and its cell: the sweep leaves nothing in flight
+     */
+
+    for (dead = 0; dead < 2; dead++) {
+        pid = fork();
+
+        if (pid == 0) {
+            ngx_pid = getpid();
+            idx.slot = -1;
+            cell = ngx_http_prefix_route_load_charge(&idx, peers[1], 7000,
+                                                     7000);
+            test_kill = 1;
+
+            if (dead) {
+                ngx_http_prefix_route_load_start(peers[1], cell, 7000);
+            }
+
+            ngx_http_prefix_route_load_discharge(peers[1], cell, 7000, 7000,
+                                                 dead);
+            _exit(1);
+        }
+
+        (void) waitpid(pid, NULL, 0);
+        ngx_http_prefix_route_load_sweep(&idx);
+
+        test_ok(l1->inflight == 1 && l1->waiting == 1 && l1->queued == 1000
+                && l1->bytes == 1000,
+                dead ? "load: a worker killed inside a start leaves nothing "
+                       "in flight"
+                     : "load: a worker killed inside a discharge leaves "
+                       "nothing in flight");
+    }
+
     /* its cell is empty: a late discharge of it changes nothing */
 
     cell = ngx_http_prefix_route_load_charge(&idx, peers[1], 500, 500);
