@@ -341,7 +341,7 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
     size_t                          size;
     ngx_queue_t                    *q;
     ngx_http_prefix_route_sh_t     *sh;
-    ngx_http_prefix_route_peer_t   *peer, **slots;
+    ngx_http_prefix_route_peer_t   *peer, **slots, **old;
 
     sh = idx->sh;
 
@@ -382,9 +382,14 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
         }
 
         ngx_memcpy(slots, sh->slots, sh->nslots * sizeof(void *));
-        ngx_slab_free_locked(idx->shpool, sh->slots);
 
+        /* the new table in place before the old goes: the master may die */
+
+        old = sh->slots;
         sh->slots = slots;
+
+        ngx_slab_free_locked(idx->shpool, old);
+
         sh->nslots *= 2;
     }
 
@@ -414,6 +419,9 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
     ngx_memcpy(peer->name, name->data, name->len);
 
     sh->slots[peer->slot] = peer;
+
+    ngx_http_prefix_route_order();
+
     sh->npeers++;
     ngx_queue_insert_tail(&sh->peers, &peer->queue);
 
@@ -1795,6 +1803,13 @@ ngx_http_prefix_route_index_add(ngx_http_prefix_route_index_t *idx,
         return NULL;
     }
 
+    /* whole before it joins its entry's list: the chunk's old fields lie */
+
+    h->entry = ngx_http_prefix_route_off(idx, e);
+    h->up = ngx_http_prefix_route_off(idx, up);
+    h->kids = 0;
+    h->hot = 0;
+    h->slot = peer->slot;
     h->next = e->holders;
 
     ngx_http_prefix_route_order();
@@ -1803,12 +1818,6 @@ ngx_http_prefix_route_index_add(ngx_http_prefix_route_index_t *idx,
     e->nholders++;
 
     ngx_http_prefix_route_kill_point();
-
-    h->entry = ngx_http_prefix_route_off(idx, e);
-    h->up = ngx_http_prefix_route_off(idx, up);
-    h->kids = 0;
-    h->hot = 0;
-    h->slot = peer->slot;
 
     if (up != NULL) {
         up->kids++;
@@ -1958,12 +1967,11 @@ ngx_http_prefix_route_index_remove(ngx_http_prefix_route_index_t *idx,
     e = ngx_http_prefix_route_ptr(idx, h->entry);
     off = ngx_http_prefix_route_off(idx, h);
 
-    /* the lists first: cut here, the holder is whole and linked again */
-
-    ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
-    ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
-
-    ngx_http_prefix_route_order();
+    /*
+     * its entry's list first: cut here, the mend leaves it out of the
+     * lists (it has no kids) rather than link it again, first in its
+     * server's list if it has no parent, ahead of a dead record's chain
+     */
 
     for (hp = &e->holders;
          *hp != off && *hp != 0;
@@ -1979,6 +1987,12 @@ ngx_http_prefix_route_index_remove(ngx_http_prefix_route_index_t *idx,
         *hp = h->next;
         e->nholders--;
     }
+
+    ngx_http_prefix_route_order();
+    ngx_http_prefix_route_kill_point();
+
+    ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
+    ngx_http_prefix_route_link_remove(idx, &h->zone_lru);
 
     ngx_http_prefix_route_kill_point();
 

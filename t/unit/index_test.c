@@ -44,6 +44,7 @@ static void test_shared_prefix(void);
 static void test_load(void);
 static void test_killed(void);
 static void test_killed_loop(void);
+static void test_killed_stale(void);
 static ngx_http_prefix_route_link_t *test_link(uint32_t off);
 static void test_killed_fill(void);
 static ngx_uint_t test_killed_before(ngx_uint_t c, ngx_uint_t k);
@@ -894,10 +895,11 @@ test_killed(void)
         "a record of a longer prompt the other server holds",
         "the mend of a death inside a record",
         "the mend of a server's list in a loop",
-        "the mend of the zone's list in a loop"
+        "the mend of the zone's list in a loop",
+        "a record of a long new prompt, evicting its server's whole prompt"
     };
 
-    for (c = 0; c < 9; c++) {
+    for (c = 0; c < 10; c++) {
         bad = 0;
         leak = 0;
 
@@ -947,6 +949,57 @@ test_killed(void)
     }
 
     test_killed_loop();
+    test_killed_stale();
+}
+
+
+/*
+ * A holder whose chunk is that of a protected holder trimmed before, of
+ * the same block, server and parent holder (now on probation): a record
+ * killed right after the new holder joins its entry's list, its fields
+ * not yet written.
+ */
+
+static void
+test_killed_stale(void)
+{
+    int        status;
+    ngx_pid_t  pid;
+
+    if (zone != NULL) {
+        (void) munmap(zone, zone->end - (u_char *) zone);
+    }
+
+    test_zone(256 * 1024, 2);
+
+    (void) test_record(7, 3, 0, 0);
+    (void) test_record(7, 3, 0, 0);
+    (void) test_record(7, 3, 1, 0);
+
+    /* peer 0's blocks 3 and 2 go, both protected; block 2 comes back */
+
+    (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 1, NULL);
+    (void) test_record(7, 2, 0, 0);
+
+    test_ok(test_check() == 0 && test_match(7, 3, 0) == 2,
+            "killed, stale chunk: set up");
+
+    pid = fork();
+
+    if (pid == 0) {
+        test_kill = 2;
+        (void) test_record(7, 3, 0, 0);
+        _exit(1);
+    }
+
+    (void) waitpid(pid, &status, 0);
+
+    test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0
+            && ngx_http_prefix_route_index_trim(&idx, peers[0], 1 << 20,
+                                                NULL) == 0
+            && test_check() == 0,
+            "killed after a holder joined its entry's list, its chunk a "
+            "freed holder's of that block: mended");
 }
 
 
@@ -1124,7 +1177,13 @@ test_killed_change(ngx_uint_t change)
         (void) test_record(37, 16, 0, 0);
         break;
 
-    default:
+    case 9:
+        (void) test_record(5000, 24, 1, 0);
+        break;
+
+    case 6:
+    case 7:
+    case 8:
         /* the mend, which the next change runs */
         (void) test_record(7000, 6, 0, 0);
     }
