@@ -142,6 +142,8 @@ static ngx_uint_t ngx_http_prefix_route_index_walkable(
 static void ngx_http_prefix_route_index_rebuild(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *head,
     ngx_uint_t zone, ngx_uint_t which);
+static ngx_http_prefix_route_holder_t *ngx_http_prefix_route_index_pinned(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer);
 static ngx_uint_t ngx_http_prefix_route_index_sift(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
     uint64_t *lost);
@@ -383,7 +385,7 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
 
         ngx_memcpy(slots, sh->slots, sh->nslots * sizeof(void *));
 
-        /* the new table in place before the old goes: the master may die */
+        /* the new table in place before the old one is freed */
 
         old = sh->slots;
         sh->slots = slots;
@@ -751,8 +753,7 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
                  e != NULL;
                  e = ngx_http_prefix_route_ptr(idx, e->next))
             {
-                n += e->pinned;
-                e->pinned = 0;
+                e->pinned &= 1;
                 e->children = 0;
                 e->nholders = 0;
 
@@ -800,27 +801,30 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
     ngx_http_prefix_route_index_relink(idx);
     ngx_http_prefix_route_index_recount(idx);
 
-    /* the dead record's chain in order, its protected blocks a prefix */
+    /*
+     * The dead record's chain in order, its protected blocks a prefix: from
+     * its server's holder of the deepest block the record pinned, not from
+     * the head of the server's list, where the record may have left a
+     * block it had not protected yet, or none of its own.  The pins go
+     * after, so that a death before then finds the chain again.
+     */
 
     i = sh->changing - 1;
     peer = (i < sh->npeers) ? sh->slots[i] : NULL;
+    h = (peer != NULL) ? ngx_http_prefix_route_index_pinned(idx, peer) : NULL;
+    hot = 0;
 
-    if (peer != NULL) {
-        hot = 0;
+    while (h != NULL) {
+        ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
+        ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
 
-        for (h = ngx_http_prefix_route_ptr(idx, peer->lru.next);
-             h != NULL && &h->peer_lru != &peer->lru;
-             h = ngx_http_prefix_route_ptr(idx, h->up))
-        {
-            ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
-            ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
+        hot |= h->hot;
+        ngx_http_prefix_route_index_segment(idx, h, hot);
 
-            hot |= h->hot;
-            ngx_http_prefix_route_index_segment(idx, h, hot);
-        }
+        h = ngx_http_prefix_route_ptr(idx, h->up);
     }
 
-    /* what nobody holds goes; its bucket changes */
+    /* the pins go, and what nobody holds; its bucket changes */
 
     for (b = 0; b < nb; b++) {
 
@@ -830,6 +834,9 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
              e != NULL;
              e = ngx_http_prefix_route_ptr(idx, e->next))
         {
+            n += e->pinned & 1;
+            e->pinned = 0;
+
             if (e->holders == 0 && e->children == 0) {
                 ngx_http_prefix_route_index_release(idx, e);
                 goto again;
@@ -841,6 +848,63 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
                   "prefix_route: a worker died while changing the index; "
                   "it is mended (%ui blocks unpinned, %ui index pairs "
                   "dropped)", n, nlost);
+}
+
+
+/*
+ * Of a dead record's chain, the entries still pinned, "peer"'s holder of
+ * the deepest one it holds: the pinned entry no pinned entry has as its
+ * parent (marked by bit 2 of "pinned", which the mend strips first), then
+ * up to the first the peer holds.  NULL if none.
+ */
+
+static ngx_http_prefix_route_holder_t *
+ngx_http_prefix_route_index_pinned(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer)
+{
+    ngx_uint_t                       b, nb;
+    ngx_http_prefix_route_sh_t      *sh;
+    ngx_http_prefix_route_entry_t   *e, *p, *leaf;
+    ngx_http_prefix_route_holder_t  *h;
+
+    sh = idx->sh;
+    nb = (ngx_uint_t) 1 << (64 - sh->shift);
+    leaf = NULL;
+
+    for (b = 0; b < nb; b++) {
+        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+             e != NULL;
+             e = ngx_http_prefix_route_ptr(idx, e->next))
+        {
+            p = ngx_http_prefix_route_ptr(idx, e->parent);
+
+            if ((e->pinned & 1) && p != NULL && (p->pinned & 1)) {
+                p->pinned |= 2;
+            }
+        }
+    }
+
+    for (b = 0; b < nb && leaf == NULL; b++) {
+        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+             e != NULL;
+             e = ngx_http_prefix_route_ptr(idx, e->next))
+        {
+            if (e->pinned == 1) {
+                leaf = e;
+                break;
+            }
+        }
+    }
+
+    for (e = leaf; e != NULL; e = ngx_http_prefix_route_ptr(idx, e->parent)) {
+        h = ngx_http_prefix_route_index_holder(idx, e, peer);
+
+        if (h != NULL) {
+            return h;
+        }
+    }
+
+    return NULL;
 }
 
 

@@ -45,6 +45,7 @@ static void test_load(void);
 static void test_killed(void);
 static void test_killed_loop(void);
 static void test_killed_stale(void);
+static void test_killed_chain(void);
 static ngx_http_prefix_route_link_t *test_link(uint32_t off);
 static void test_killed_fill(void);
 static ngx_uint_t test_killed_before(ngx_uint_t c, ngx_uint_t k);
@@ -950,6 +951,7 @@ test_killed(void)
 
     test_killed_loop();
     test_killed_stale();
+    test_killed_chain();
 }
 
 
@@ -1000,6 +1002,68 @@ test_killed_stale(void)
             && test_check() == 0,
             "killed after a holder joined its entry's list, its chunk a "
             "freed holder's of that block: mended");
+}
+
+
+/*
+ * A record of a prompt its server was sent before, killed at each point:
+ * its last loop moves the chain to the lists' heads from the deepest
+ * block, protecting the blocks held before.  Held once (on probation),
+ * the blocks after the first moved are protected while their parents are
+ * not yet; one block longer, the new deepest block leaves the head of
+ * its server's list when it is moved.  The mend must leave each parent
+ * more recent than its child, and the protected blocks a prefix.
+ */
+
+static void
+test_killed_chain(void)
+{
+    int         status;
+    char        name[200];
+    ngx_uint_t  c, k, bad;
+    ngx_pid_t   pid;
+
+    static const char  *what[] = {
+        "a record of a prompt held once",
+        "a record of a prompt one block longer than one held"
+    };
+
+    for (c = 0; c < 2; c++) {
+        bad = 0;
+
+        for (k = 1; /* void */ ; k++) {
+            if (zone != NULL) {
+                (void) munmap(zone, zone->end - (u_char *) zone);
+            }
+
+            test_zone(64 * 1024, 2);
+
+            (void) test_record(7, 4 - c, 0, 0);
+
+            pid = fork();
+
+            if (pid == 0) {
+                test_kill = k;
+                (void) test_record(7, 4, 0, 0);
+                _exit(1);
+            }
+
+            (void) waitpid(pid, &status, 0);
+
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                break;
+            }
+
+            bad += (test_check() != 0);
+        }
+
+        (void) snprintf(name, sizeof(name), "killed at each of the %u "
+                        "writes of %s: mended (%u not)", (unsigned) (k - 1),
+                        what[c], (unsigned) bad);
+
+        test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && k > 8
+                && bad == 0, name);
+    }
 }
 
 
