@@ -1411,7 +1411,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 #define ngx_http_prefix_route_bad(k)                                         \
     do { seen[k]++; bad++; } while (0)
 
-    byaddr = ngx_palloc(pool, 2 * (sh->holders + 1) * sizeof(uintptr_t));
+    byaddr = ngx_palloc(pool, 3 * (sh->holders + 1) * sizeof(uintptr_t));
     if (byaddr == NULL) {
         return NGX_ERROR;
     }
@@ -1462,7 +1462,8 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 
     /*
      * The zone lists in order, protected then probation, then sorted by
-     * address with each holder's place: a parent holder must come first.
+     * address with each holder's place there and in its peer's list: a
+     * parent holder must come first in both.
      */
 
     nh = 0;
@@ -1482,8 +1483,9 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
             }
 
             if (nh < sh->holders) {
-                byaddr[2 * nh] = (uintptr_t) h;
-                byaddr[2 * nh + 1] = nh;
+                byaddr[3 * nh] = (uintptr_t) h;
+                byaddr[3 * nh + 1] = nh;
+                byaddr[3 * nh + 2] = 0;
             }
 
             if (h->hot == s) {
@@ -1504,8 +1506,32 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         ngx_http_prefix_route_bad(8);
     }
 
-    ngx_qsort(byaddr, nh, 2 * sizeof(uintptr_t),
+    ngx_qsort(byaddr, nh, 3 * sizeof(uintptr_t),
               ngx_http_prefix_route_index_cmp);
+
+    for (q = ngx_queue_head(&sh->peers);
+         q != ngx_queue_sentinel(&sh->peers);
+         q = ngx_queue_next(q))
+    {
+        peer = ngx_queue_data(q, ngx_http_prefix_route_peer_t, queue);
+        i = 0;
+
+        for (l = ngx_http_prefix_route_ptr(idx, peer->lru.next);
+             l != &peer->lru && i <= sh->holders;
+             l = ngx_http_prefix_route_ptr(idx, l->next))
+        {
+            h = (ngx_http_prefix_route_holder_t *) l;
+            key = (uintptr_t) h;
+            ph = bsearch(&key, byaddr, nh, 3 * sizeof(uintptr_t),
+                         ngx_http_prefix_route_index_cmp);
+
+            if (ph != NULL) {
+                ph[2] = i;
+            }
+
+            i++;
+        }
+    }
 
     /* the table: entries, their holders and children */
 
@@ -1586,16 +1612,16 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
                 }
 
                 key = (uintptr_t) u;
-                pu = bsearch(&key, byaddr, nh, 2 * sizeof(uintptr_t),
+                pu = bsearch(&key, byaddr, nh, 3 * sizeof(uintptr_t),
                              ngx_http_prefix_route_index_cmp);
                 key = (uintptr_t) h;
-                ph = bsearch(&key, byaddr, nh, 2 * sizeof(uintptr_t),
+                ph = bsearch(&key, byaddr, nh, 3 * sizeof(uintptr_t),
                              ngx_http_prefix_route_index_cmp);
 
                 if (pu == NULL || ph == NULL) {
                     ngx_http_prefix_route_bad(4);
 
-                } else if (pu[1] > ph[1]) {
+                } else if (pu[1] > ph[1] || pu[2] > ph[2]) {
                     ngx_http_prefix_route_bad(5);
                 }
             }

@@ -47,6 +47,7 @@ static void test_killed_loop(void);
 static void test_killed_stale(void);
 static void test_killed_chain(void);
 static ngx_http_prefix_route_link_t *test_link(uint32_t off);
+static void test_rotate(ngx_http_prefix_route_link_t *head);
 static void test_killed_fill(void);
 static ngx_uint_t test_killed_before(ngx_uint_t c, ngx_uint_t k);
 static void test_killed_change(ngx_uint_t change);
@@ -378,6 +379,40 @@ test_lru(void)
     test_ok(test_check() > 0, "check: a torn link is found");
     peers[1]->lru.prev = prev;
     test_ok(test_check() == 0, "check: consistent again");
+
+    /* a parent less recently used than its child in its server's list */
+
+    test_rotate(&peers[1]->lru);
+    test_ok(test_check() > 0,
+            "check: a server's list with a parent behind its child is found");
+
+    for (i = 1; i < peers[1]->blocks; i++) {
+        test_rotate(&peers[1]->lru);
+    }
+
+    test_ok(test_check() == 0, "check: consistent once more");
+}
+
+
+/* moves the first of a list of the zone to its end */
+
+static void
+test_rotate(ngx_http_prefix_route_link_t *head)
+{
+    uint32_t                       off, last;
+    ngx_http_prefix_route_link_t  *first;
+
+    off = head->next;
+    first = test_link(off);
+
+    head->next = first->next;
+    test_link(first->next)->prev = first->prev;
+
+    last = head->prev;
+    first->next = test_link(last)->next;
+    first->prev = last;
+    test_link(last)->next = off;
+    head->prev = off;
 }
 
 
