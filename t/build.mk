@@ -5,17 +5,18 @@
 STAGE =         $(addprefix src/ngx_http_prefix_route_,prompt.c hash.c \
                 usage.c metrics.c extract.c scan.c) t/unit/lib/ngx_read_file.c
 UNIT_CFLAGS =   -g -O1 -W -Wall -Wpointer-arith -Wno-unused-parameter \
-                -Werror -I src $(addprefix -I $(NGX_BUILD)/,src/core \
-                src/event src/os/unix objs)
+                -Werror -I src -I t/unit/lib \
+                $(addprefix -I $(NGX_BUILD)/,src/core src/event src/os/unix objs)
 UNIT_TESTS =    $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(wildcard t/unit/*.c))
 UNIT_LINK =     $(STAGE) src/ngx_http_prefix_route_choice.c -ljansson -lxxhash
 # the index test links nginx's own slab, rbtree, shmtx and pools
 NGX_ORIG =      $(BUILD)/nginx-orig/src
 # (with kill points between the index's writes: a worker killed there)
-$(BUILD)/unit/index_test: UNIT_LINK = $(addprefix src/ngx_http_prefix_route_,\
-                index.c load.c choice.c) $(addprefix $(NGX_ORIG)/, \
+INDEX_LINK =    $(addprefix src/ngx_http_prefix_route_,index.c load.c \
+                choice.c) t/unit/lib/test_zone.c $(addprefix $(NGX_ORIG)/, \
                 core/ngx_slab.c core/ngx_rbtree.c core/ngx_shmtx.c \
                 core/ngx_palloc.c core/ngx_string.c os/unix/ngx_alloc.c)
+$(BUILD)/unit/index_test: UNIT_LINK = $(INDEX_LINK)
 $(BUILD)/unit/index_test: UNIT_CFLAGS += -DNGX_HTTP_PREFIX_ROUTE_KILL_POINTS=1
 FUZZ_BIN =      $(BUILD)/fuzz/prompt_fuzzer
 JANSSON =       $(BUILD)/fuzz/jansson
@@ -33,6 +34,13 @@ $(NGX_ORIG)/core/ngx_slab.c:
 $(BUILD)/uptime.so: t/uptime/uptime.c
 	@mkdir -p $(@D)
 	$(CC) -g -O1 -W -Wall -Werror -shared -fPIC -o $@ $< -ldl
+
+# the mend's cost, with the index's kill points (bench/mend)
+$(BUILD)/mend_bench: bench/mend/mend_bench.c $(NGX_ORIG)/core/ngx_slab.c \
+                     src/*.c src/*.h t/unit/lib/*
+	$(CC) $(subst -O1,-O2,$(UNIT_CFLAGS)) \
+	    -DNGX_HTTP_PREFIX_ROUTE_KILL_POINTS=1 -o $@ $< \
+	    $(INDEX_LINK) -lm
 
 $(BUILD)/extract_bench: bench/extract/extract_bench.c $(STAGE) src/*.h \
                         $(NGX_BUILD)/objs/Makefile

@@ -20,19 +20,15 @@
 
 #include "ngx_http_prefix_route_index.h"
 #include "ngx_http_prefix_route_load.h"
+#include "test_zone.h"
 #include "tap.h"
 
 
-#define TEST_MAX_BLOCKS  1024
-
-
-static void test_zone(size_t size, ngx_uint_t npeers);
 static void test_chain(uint64_t *hash, ngx_uint_t tag, ngx_uint_t n);
 static ngx_uint_t test_match(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer);
 static ngx_uint_t test_record(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer,
     ngx_uint_t capacity);
 static ngx_int_t test_check(void);
-void ngx_debug_point(void);
 static void test_pressure(void);
 static void test_pinning(void);
 static void test_lru(void);
@@ -52,61 +48,18 @@ static void test_killed_fill(void);
 static ngx_uint_t test_killed_before(ngx_uint_t c, ngx_uint_t k);
 static void test_killed_change(ngx_uint_t change);
 static ngx_uint_t test_killed_mended(void);
-void ngx_http_prefix_route_kill_point(void);
 
 
-/* what nginx's objects linked here expect of the rest of nginx */
-ngx_pid_t               ngx_pid;
-ngx_int_t               ngx_ncpu = 1;
-volatile ngx_cycle_t   *ngx_cycle;
-volatile ngx_time_t    *ngx_cached_time;
-ngx_int_t               ngx_debug_points;
-
-
-static ngx_log_t                       test_log;
-static ngx_pool_t                     *test_pool;
-static ngx_cycle_t                     test_cycle;
-static ngx_time_t                      test_time;
-
-static ngx_slab_pool_t                *zone;
-static ngx_http_prefix_route_index_t   idx;
-static ngx_http_prefix_route_peer_t   *peers[64];
-static ngx_uint_t                      pos[64];
-static ngx_uint_t                      npeers;
 static uint32_t                        test_clock;  /* ms, a record each */
 static uint64_t                        test_tenant; /* of test_record() */
 static ngx_uint_t                      test_killed_used; /* entries and
                                                    holders of the fill */
-static ngx_uint_t                      test_kill;   /* the kill point
-                                                   this process dies at,
-                                                   counting down; 0: none */
 
 
 int
 main(void)
 {
-    ngx_pid = getpid();
-    ngx_pagesize = getpagesize();
-
-    for (ngx_pagesize_shift = 0;
-         (ngx_uint_t) 1 << ngx_pagesize_shift < ngx_pagesize;
-         ngx_pagesize_shift++)
-    {
-        /* void */
-    }
-
-    ngx_slab_sizes_init();
-
-    test_log.log_level = NGX_LOG_WARN;
-    test_log.file = NULL;
-    test_cycle.log = &test_log;
-    ngx_cycle = &test_cycle;
-    ngx_cached_time = &test_time;
-
-    test_pool = ngx_create_pool(16384, &test_log);
-    if (test_pool == NULL) {
-        return 1;
-    }
+    test_zone_process(NGX_LOG_WARN);
 
     test_pressure();
     test_pinning();
@@ -120,84 +73,6 @@ main(void)
     test_killed();
 
     return test_done();
-}
-
-
-void
-ngx_debug_point(void)
-{
-    abort();
-}
-
-
-/* nginx's logger, reduced to stderr */
-
-void
-ngx_log_error_core(ngx_uint_t level, ngx_log_t *log, ngx_err_t err,
-    const char *fmt, ...)
-{
-    u_char   buf[1024], *p;
-    va_list  args;
-
-    va_start(args, fmt);
-    p = ngx_vslprintf(buf, buf + sizeof(buf) - 1, fmt, args);
-    va_end(args);
-
-    *p = '\0';
-    fprintf(stderr, "# log: %s\n", buf);
-}
-
-
-
-/*
- * A zone of "size" bytes set up as ngx_init_zone_pool() does, with the
- * index in it and "npeers" peers at positions 0 .. npeers - 1.
- */
-
-static void
-test_zone(size_t size, ngx_uint_t npeers_)
-{
-    u_char      name[16];
-    ngx_str_t   s;
-    ngx_uint_t  i;
-
-    zone = mmap(NULL, size, PROT_READ|PROT_WRITE, MAP_ANON|MAP_SHARED, -1, 0);
-    if (zone == MAP_FAILED) {
-        fprintf(stderr, "mmap failed\n");
-        exit(1);
-    }
-
-    zone->end = (u_char *) zone + size;
-    zone->min_shift = 3;
-    zone->addr = zone;
-
-    if (ngx_shmtx_create(&zone->mutex, &zone->lock, NULL) != NGX_OK) {
-        exit(1);
-    }
-
-    ngx_slab_init(zone);
-
-    ngx_memzero(&idx, sizeof(idx));
-
-    if (ngx_http_prefix_route_index_scratch(&idx, test_pool, TEST_MAX_BLOCKS)
-        != NGX_OK)
-    {
-        exit(1);
-    }
-
-    if (ngx_http_prefix_route_index_init(&idx, zone, NULL, 4) != NGX_OK) {
-        fprintf(stderr, "index init failed\n");
-        exit(1);
-    }
-
-    npeers = npeers_;
-
-    for (i = 0; i < npeers; i++) {
-        s.data = name;
-        s.len = ngx_sprintf(name, "peer%ui", i) - name;
-        peers[i] = ngx_http_prefix_route_index_peer(&idx, &s);
-        pos[peers[i]->slot] = i;
-    }
 }
 
 
@@ -894,17 +769,6 @@ test_load(void)
 }
 
 
-/* t/build.mk builds the index with this between its writes to the zone */
-
-void
-ngx_http_prefix_route_kill_point(void)
-{
-    if (test_kill && --test_kill == 0) {
-        _exit(0);
-    }
-}
-
-
 /*
  * A worker dies between two writes of a change to the index, at each in
  * turn, in a forked process as nginx's workers are: the next change mends
@@ -1003,10 +867,6 @@ test_killed_stale(void)
     int        status;
     ngx_pid_t  pid;
 
-    if (zone != NULL) {
-        (void) munmap(zone, zone->end - (u_char *) zone);
-    }
-
     test_zone(256 * 1024, 2);
 
     (void) test_record(7, 3, 0, 0);
@@ -1067,10 +927,6 @@ test_killed_chain(void)
         bad = 0;
 
         for (k = 1; /* void */ ; k++) {
-            if (zone != NULL) {
-                (void) munmap(zone, zone->end - (u_char *) zone);
-            }
-
             test_zone(64 * 1024, 2);
 
             (void) test_record(7, 4 - c, 0, 0);
@@ -1224,10 +1080,6 @@ static void
 test_killed_fill(void)
 {
     ngx_uint_t  t;
-
-    if (zone != NULL) {
-        (void) munmap(zone, zone->end - (u_char *) zone);
-    }
 
     test_zone(64 * 1024, 2);
 
