@@ -678,9 +678,14 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
         chain[d]->pinned = 0;
     }
 
+    /*
+     * recorded in part: the entries from the one whose holder had no
+     * memory on go if nobody holds them (eviction may have taken other
+     * servers' holders of them); release() goes up from the deepest
+     */
+
     if (i < k) {
-        /* the entry whose holder had no memory: it goes if nobody holds it */
-        ngx_http_prefix_route_index_release(idx, chain[i]);
+        ngx_http_prefix_route_index_release(idx, chain[k - 1]);
     }
 
     return i;
@@ -1989,12 +1994,18 @@ ngx_http_prefix_route_index_evict(ngx_http_prefix_route_index_t *idx)
         e = ngx_http_prefix_route_ptr(idx, h->entry);
 
         /*
-         * a parent is always newer than its children in its segment, so
-         * kids is 0 at the tail but for the blocks of the record under
-         * way, or a protected block with some on probation
+         * A parent is always newer than its children in its segment, so
+         * kids is 0 at the tail but for a protected block with some on
+         * probation.  The record's own holders stay, the server it records
+         * (sh->changing - 1): it moves them last.  Another server's holder
+         * of a block of the prompt may go, its entry pinned: else a server
+         * sent nothing for a while, its holders of a system prompt every
+         * prompt shares at the tail, stopped all eviction (2026-12-05).
          */
 
-        if (e->pinned || h->kids) {
+        if ((e->pinned && (ngx_uint_t) h->slot + 1 == sh->changing)
+            || h->kids)
+        {
             continue;
         }
 

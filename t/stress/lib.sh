@@ -21,8 +21,8 @@
 # others by their process id.
 #
 # Ports: each check uses 127.0.0.1 ports $port .. $port + 9, $port given
-# by the check: a block of ten from 19801 (zone-pressure) up to 19891
-# (spread); a new check takes the next free block (19901 next; the
+# by the check: a block of ten from 19801 (zone-pressure) up to 19901
+# (scale-in); a new check takes the next free block (19911 next; the
 # project's tests and benchmarks use other ranges).
 
 set -u
@@ -397,15 +397,21 @@ wrk_report() {
 }
 
 # chat_body TAG SIZE: a Chat Completions body of SIZE bytes, its prompt
-# starting with TAG; with the body's cache_salt $probe_salt if set
+# starting with TAG; with the body's cache_salt $probe_salt if set, and a
+# system message of $probe_system bytes before it if set (prompts.lua's
+# PR_SYSTEM)
 chat_body() {
-    perl -e 'my ($tag, $size, $salt) = @ARGV;
+    perl -e 'my ($tag, $size, $salt, $system) = @ARGV;
              my $t = "probe $tag:";
              my $i = 0;
              $t .= " w" . $i++ while length($t) < $size - 60;
              my $s = $salt eq "" ? "" : qq("cache_salt":"$salt",);
-             print qq({"model":"m",$s"messages":[{"role":"user","content":"$t"}]})' \
-        "$1" "$2" "${probe_salt:-}"
+             my $m = $system ? qq({"role":"system","content":")
+                               . ("rule " x int($system / 5)) . qq("},)
+                             : "";
+             print qq({"model":"m",$s"messages":[$m),
+                   qq({"role":"user","content":"$t"}]})' \
+        "$1" "$2" "${probe_salt:-}" "${probe_system:-0}"
 }
 
 # probe TAG SIZE [MAX_TIME]: POSTs chat_body TAG SIZE to $probe_path

@@ -14,6 +14,8 @@
 --            for its -d duration unless sent SIGINT (lib.sh does)
 --   PR_TAG   a word in every prompt, so that two runs differ ("run")
 --   PR_SALT  the body's cache_salt, a tenant of its own (none)
+--   PR_SYSTEM  bytes of a system message every prompt shares, before
+--            the user's ("rule rule ...", as lib.sh's probe_system) (0)
 --   PR_CLOSE 1: "Connection: close", a connection a request (wrk opens
 --            the next one at once)
 --
@@ -28,9 +30,14 @@ local max = tonumber(os.getenv("PR_MAX") or "0")
 local tag = os.getenv("PR_TAG") or "run"
 local done_file = os.getenv("PR_DONE")
 local salt = os.getenv("PR_SALT")
+local system = tonumber(os.getenv("PR_SYSTEM") or "0")
 local head_json = '{"model":"m",'
     .. (salt and ('"cache_salt":"' .. salt .. '",') or "")
-    .. '"messages":[{"role":"user","content":"'
+    .. '"messages":['
+    .. (system > 0 and ('{"role":"system","content":"'
+                        .. string.rep("rule ", math.floor(system / 5))
+                        .. '"},') or "")
+    .. '{"role":"user","content":"'
 
 local words = {
     "the", "model", "reads", "a", "prompt", "and", "answers", "with",

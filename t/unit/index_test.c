@@ -36,6 +36,7 @@ static void test_slru(void);
 static void test_tenant_share(void);
 static void test_forget(void);
 static void test_trim(void);
+static void test_drained(void);
 static void test_shared_prefix(void);
 static void test_load(void);
 static void test_killed(void);
@@ -68,6 +69,7 @@ main(void)
     test_tenant_share();
     test_forget();
     test_trim();
+    test_drained();
     test_shared_prefix();
     test_load();
     test_killed();
@@ -613,6 +615,53 @@ test_trim(void)
     test_ok(n == 15 && peers[0]->blocks == 0 && peers[1]->blocks == 10,
             "trim: with neither limit, all of the peer's holders go");
     test_ok(test_check() == 0, "trim: consistent");
+}
+
+
+/*
+ * A server sent one prompt and then nothing, while every prompt shares an
+ * 8-block system prompt: its holders of that prompt reach the tails of
+ * the zone's lists, of blocks each record pins.  Until 2026-12-05
+ * eviction stopped there and every record was cut short (2,974 of 2,998).
+ */
+
+static void
+test_drained(void)
+{
+    uint64_t    hash[20];
+    ngx_uint_t  i, t, held, cut, bad, match[64];
+
+    test_zone(64 * 1024, 4);
+
+    cut = 0;
+    bad = 0;
+
+    for (t = 1; t <= 3000; t++) {
+        for (i = 0; i < 20; i++) {
+            hash[i] = (i < 8) ? i + 1 : (uint64_t) t * 1000003 + i * 7919;
+        }
+
+        (void) ngx_http_prefix_route_index_match(&idx, hash, 20, pos, npeers,
+                                                 npeers, 4 * npeers + 64,
+                                                 match);
+        held = match[t == 1 ? 3 : t % 3];
+
+        cut += (ngx_http_prefix_route_index_record(&idx, hash, 20, &held,
+                                                   peers[t == 1 ? 3 : t % 3],
+                                                   0, 0, ++test_clock)
+                < 20);
+
+        if (t % 100 == 0 && test_check() != 0) {
+            bad++;
+        }
+    }
+
+    test_ok(cut == 0 && idx.sh->evictions > 0,
+            "drained server: the zone evicts its holders of a shared "
+            "prefix, every prompt is recorded whole");
+    test_ok(peers[3]->blocks == 0, "drained server: its blocks are the "
+            "least recently used, forgotten");
+    test_ok(bad == 0, "drained server: consistent throughout");
 }
 
 
