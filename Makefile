@@ -30,7 +30,7 @@ RUN =           NGINX_BIN=$(NGINX_BIN)
 
 .PHONY: all help deps check-deps test unit-test nginx-test sim-test \
         asan-report demo install clean bench bench-feedback bench-probes \
-        bench-extract fuzz fuzz-regress fuzz-test check valgrind \
+        bench-extract bench-mend fuzz fuzz-regress fuzz-test check valgrind \
         browser-check stress deb deb-check e2e soak FORCE
 
 ## make                 build objs/ngx_http_prefix_route_module.so
@@ -127,6 +127,17 @@ bench bench-feedback bench-probes: all $(NGINX_BIN) check-deps
 ## make bench-extract   the stage from body to hashes alone, MB/s, ~3 min
 bench-extract: $(BUILD)/extract_bench
 	bench/extract/run $<
+
+## make bench-mend      the zone mutex held to mend the index after a
+##                      worker died mid-change, 1m to 256m zones, ~12 min
+MEND_ZONES ?=   1 16 64 256
+bench-mend: $(BUILD)/mend_bench
+	{ echo "# The mend of the index after a worker's death"; echo; \
+	  echo "Written by \`make bench-mend\` on $$(date -u +%FT%TZ)," \
+	       "commit $$(git rev-parse --short HEAD), $$(nproc) CPUs."; \
+	  echo; $< $(MEND_ZONES); } > bench/results/mend.md.tmp
+	mv bench/results/mend.md.tmp bench/results/mend.md
+	cat bench/results/mend.md
 
 ## make fuzz            fuzz for FUZZ_SECONDS (60) (fuzz/README.md)
 ## make fuzz-regress    each input of fuzz/corpus and fuzz/regress once

@@ -1,0 +1,228 @@
+
+/*
+ * Copyright (C) ngx_http_prefix_route_module authors
+ */
+
+
+/*
+ * How long the zone mutex is held to mend the index after a worker died
+ * inside a change (ngx_http_prefix_route_index_repair(), which the next
+ * change runs first): the index on nginx's own slab allocator in a zone
+ * mapped as nginx maps one (t/unit/lib/test_zone.c), filled until it
+ * evicts with 16 KiB prompts (256 blocks of 64 bytes, the default) that
+ * share a 2 KiB system prompt; then, for several kill points, a forked
+ * process records a new prompt and dies at that point, and the parent
+ * times its next record (the mend and a record) against the median of
+ * records after no death.  Each change's holders are checked after
+ * (index_check()).  Prints a Markdown table, one line a zone size, number
+ * of servers and fill: "spread", each prompt sent to one server in turn;
+ * "everywhere", each to every server (an entry per block with a holder per
+ * server, the mend's worst case: it checks each holder against its
+ * parent's, O(servers^2) an entry).
+ *
+ * Usage: mend_bench [zone MiB]...   (default: 1 16 64)
+ */
+
+
+#include <ngx_config.h>
+#include <ngx_core.h>
+#include <stdio.h>
+#include <time.h>
+#include <sys/wait.h>
+
+#include "ngx_http_prefix_route_index.h"
+#include "test_zone.h"
+
+
+#define BENCH_BLOCKS    256     /* a prompt, 16 KiB of 64-byte blocks */
+#define BENCH_SYSTEM    32      /* of which shared by all, 2 KiB */
+#define BENCH_RECORDS   21      /* timed after no death: the median */
+
+
+static void bench_fill(ngx_uint_t everywhere);
+static ngx_uint_t bench_record(ngx_uint_t tag, ngx_uint_t peer);
+static double bench_ms(void);
+static int bench_cmp(const void *a, const void *b);
+
+
+static ngx_uint_t  bench_tag;
+static uint32_t    bench_clock;
+
+
+int
+main(int argc, char **argv)
+{
+    int           status;
+    double        t, base, mend[8], rec[BENCH_RECORDS];
+    size_t        mib[8];
+    ngx_int_t     bad;
+    ngx_uint_t    i, j, s, f, nmib, nmend;
+    ngx_pid_t     pid;
+    ngx_pool_t   *pool;
+
+    static const ngx_uint_t  servers[] = { 4, 64 };
+    static const ngx_uint_t  kills[] = { 1, 5, 40, 300, 1000, 3000 };
+    static const char       *fill[] = { "spread", "everywhere" };
+
+    test_zone_process(NGX_LOG_ERR);
+
+    nmib = 0;
+
+    for (i = 1; i < (ngx_uint_t) argc && nmib < 8; i++) {
+        mib[nmib++] = (size_t) atoi(argv[i]);
+    }
+
+    if (nmib == 0) {
+        mib[0] = 1;
+        mib[1] = 16;
+        mib[2] = 64;
+        nmib = 3;
+    }
+
+    printf("| zone | servers | fill | entries | holders | record ms, "
+           "median | deaths | mend ms, median | mend ms, max | "
+           "check errors |\n");
+    printf("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: "
+           "| ---: |\n");
+
+    for (i = 0; i < nmib; i++) {
+        for (s = 0; s < sizeof(servers) / sizeof(servers[0]); s++) {
+            for (f = 0; f < 2; f++) {
+                test_zone(mib[i] << 20, servers[s]);
+                bench_fill(f);
+
+                for (j = 0; j < BENCH_RECORDS; j++) {
+                    t = bench_ms();
+                    (void) bench_record(++bench_tag, j % npeers);
+                    rec[j] = bench_ms() - t;
+                }
+
+                qsort(rec, BENCH_RECORDS, sizeof(double), bench_cmp);
+                base = rec[BENCH_RECORDS / 2];
+
+                nmend = 0;
+                bad = 0;
+
+                for (j = 0; j < sizeof(kills) / sizeof(kills[0]); j++) {
+                    pid = fork();
+
+                    if (pid == 0) {
+                        test_kill = kills[j];
+                        (void) bench_record(++bench_tag, 0);
+                        _exit(1);
+                    }
+
+                    bench_tag++;
+
+                    if (waitpid(pid, &status, 0) != pid
+                        || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                    {
+                        continue;   /* the record had fewer writes */
+                    }
+
+                    t = bench_ms();
+                    (void) bench_record(++bench_tag, 1);
+                    mend[nmend++] = bench_ms() - t - base;
+
+                    pool = ngx_create_pool(16384, &test_log);
+                    if (pool == NULL) {
+                        return 1;
+                    }
+
+                    bad += ngx_http_prefix_route_index_check(&idx, pool,
+                                                             &test_log);
+                    ngx_destroy_pool(pool);
+                }
+
+                if (nmend == 0) {
+                    fprintf(stderr, "no record died\n");
+                    return 1;
+                }
+
+                qsort(mend, nmend, sizeof(double), bench_cmp);
+
+                printf("| %u MiB | %u | %s | %u | %u | %.3f | %u | %.2f "
+                       "| %.2f | %d |\n",
+                       (unsigned) mib[i], (unsigned) npeers, fill[f],
+                       (unsigned) idx.sh->entries, (unsigned) idx.sh->holders,
+                       base, (unsigned) nmend, mend[nmend / 2],
+                       mend[nmend - 1], (int) bad);
+                fflush(stdout);
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+/*
+ * Records prompts until the zone has evicted as many holders as it holds
+ * a tenth of: a zone in use, its lists and hash table full.
+ */
+
+static void
+bench_fill(ngx_uint_t everywhere)
+{
+    ngx_uint_t  p;
+
+    while (idx.sh->evictions < idx.sh->holders / 10 + 1) {
+        bench_tag++;
+
+        if (everywhere) {
+            for (p = 0; p < npeers; p++) {
+                (void) bench_record(bench_tag, p);
+            }
+
+        } else {
+            (void) bench_record(bench_tag, bench_tag % npeers);
+        }
+    }
+}
+
+
+/* prompt "tag": the shared system prompt, then blocks of its own */
+
+static ngx_uint_t
+bench_record(ngx_uint_t tag, ngx_uint_t peer)
+{
+    uint64_t    hash[BENCH_BLOCKS];
+    ngx_uint_t  i, held, match[64];
+
+    for (i = 0; i < BENCH_BLOCKS; i++) {
+        hash[i] = (i < BENCH_SYSTEM) ? i + 1
+                                     : (uint64_t) tag * 1000003 + i * 7919;
+    }
+
+    (void) ngx_http_prefix_route_index_match(&idx, hash, BENCH_BLOCKS, pos,
+                                             npeers, npeers,
+                                             4 * npeers + 64, match);
+    held = match[peer];
+
+    return ngx_http_prefix_route_index_record(&idx, hash, BENCH_BLOCKS,
+                                              &held, peers[peer], 0, 0,
+                                              ++bench_clock);
+}
+
+
+static double
+bench_ms(void)
+{
+    struct timespec  ts;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+
+static int
+bench_cmp(const void *a, const void *b)
+{
+    double  x, y;
+
+    x = *(const double *) a;
+    y = *(const double *) b;
+
+    return (x > y) - (x < y);
+}
