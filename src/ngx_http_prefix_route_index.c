@@ -696,8 +696,9 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
  * A worker killed inside a change (SIGKILL, the OOM killer) leaves the
  * chain it recorded pinned and its new holders older than their parents,
  * and, killed inside an operation, a holder half made or half linked and
- * counts half updated: eviction, which takes only unpinned leaves at the
- * lists' tails, would stop for good once they reach them.  The writes are
+ * counts half updated: eviction, which takes only leaves at the lists'
+ * tails, and not the recording server's of pinned blocks, would stop for
+ * good once they reach them.  The writes are
  * ordered so that each entry's list of holders and each list's forward
  * links stay whole at any point, and the mend takes them as the truth
  * (design.md, "Failures, memory and counters").  O(the zone's holders),
@@ -1996,11 +1997,13 @@ ngx_http_prefix_route_index_evict(ngx_http_prefix_route_index_t *idx)
         /*
          * A parent is always newer than its children in its segment, so
          * kids is 0 at the tail but for a protected block with some on
-         * probation.  The record's own holders stay, the server it records
-         * (sh->changing - 1): it moves them last.  Another server's holder
-         * of a block of the prompt may go, its entry pinned: else a server
-         * sent nothing for a while, its holders of a system prompt every
-         * prompt shares at the tail, stopped all eviction (2026-12-05).
+         * probation, or the recording server's holder a record just added
+         * a kid to.  The record's own holders stay, of the server it
+         * records (sh->changing - 1): it moves them last.  Another
+         * server's holder of a block of the prompt may go, its entry
+         * pinned: else a server sent nothing for a while, its holders of
+         * a system prompt every prompt shares at the tail, stopped all
+         * eviction (2026-12-05).
          */
 
         if ((e->pinned && (ngx_uint_t) h->slot + 1 == sh->changing)

@@ -366,8 +366,8 @@ ngx_uint_t ngx_http_prefix_route_index_match(
  * (4/5 of sh->room, or of its holders if more) gets no more protected,
  * only keeps those it has (sh->held_back counts the others).  When the
  * zone is full it drops the zone's least recently used holders, on
- * probation first, never those of this prompt; if that is not enough
- * the prefix is recorded only in part.  A record another worker left
+ * probation first, never this server's holders of this prompt; if that
+ * is not enough the prefix is recorded only in part.  A record another worker left
  * under way (it died holding the mutex) is mended first, and logged at
  * warn.  Never fails.  Returns the number of blocks recorded, from the
  * first.
