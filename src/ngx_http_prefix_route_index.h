@@ -367,10 +367,10 @@ ngx_uint_t ngx_http_prefix_route_index_match(
  * only keeps those it has (sh->held_back counts the others).  When the
  * zone is full it drops the zone's least recently used holders, on
  * probation first, never this server's holders of this prompt; if that
- * is not enough the prefix is recorded only in part.  A record another worker left
- * under way (it died holding the mutex) is mended first, and logged at
- * warn.  Never fails.  Returns the number of blocks recorded, from the
- * first.
+ * is not enough the prefix is recorded only in part.  A record another
+ * worker left under way (it died holding the mutex) is mended first, and
+ * logged at warn.  Never fails.  Returns the number of blocks recorded,
+ * from the first.
  */
 ngx_uint_t ngx_http_prefix_route_index_record(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
