@@ -119,6 +119,18 @@ struct ngx_http_prefix_route_holder_s {
          ((u_char *) (l) - offsetof(ngx_http_prefix_route_holder_t,          \
                                     zone_lru)))
 
+/* the mend's mark of the holder at offset "off" (32-byte aligned) */
+#define ngx_http_prefix_route_live_in(idx, off)                              \
+    (((size_t) (off) >> 8) < (idx)->nlive / sizeof(uint64_t))
+#define ngx_http_prefix_route_live_set(idx, off)                             \
+    if (ngx_http_prefix_route_live_in(idx, off)) {                           \
+        (idx)->live[(off) >> 8] |= (uint64_t) 1 << (((off) >> 2) & 63);      \
+    }
+#define ngx_http_prefix_route_live_clear(idx, off)                           \
+    if (ngx_http_prefix_route_live_in(idx, off)) {                           \
+        (idx)->live[(off) >> 8] &= ~((uint64_t) 1 << (((off) >> 2) & 63));   \
+    }
+
 /* sh->changing of a change that records no chain (trim, forget) */
 #define NGX_HTTP_PREFIX_ROUTE_NO_CHAIN     ((ngx_uint_t) -1)
 
@@ -146,11 +158,13 @@ static ngx_http_prefix_route_holder_t *ngx_http_prefix_route_index_pinned(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer);
 static ngx_uint_t ngx_http_prefix_route_index_sift(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
-    uint64_t *lost);
+    uint64_t *lost, ngx_uint_t mark);
 static void ngx_http_prefix_route_index_relink(
     ngx_http_prefix_route_index_t *idx);
 static void ngx_http_prefix_route_index_recount(
     ngx_http_prefix_route_index_t *idx);
+static ngx_uint_t ngx_http_prefix_route_index_live(
+    ngx_http_prefix_route_index_t *idx, uint32_t off);
 static ngx_uint_t ngx_http_prefix_route_index_inside(
     ngx_http_prefix_route_index_t *idx, uint32_t off);
 static ngx_uint_t ngx_http_prefix_route_index_linked(
@@ -195,12 +209,15 @@ static int ngx_libc_cdecl ngx_http_prefix_route_index_cmp(const void *a,
 
 ngx_int_t
 ngx_http_prefix_route_index_scratch(ngx_http_prefix_route_index_t *idx,
-    ngx_pool_t *pool, ngx_uint_t nblocks)
+    ngx_pool_t *pool, ngx_uint_t nblocks, size_t size)
 {
     idx->chain = ngx_palloc(pool,
                             nblocks * sizeof(ngx_http_prefix_route_entry_t *));
 
-    return idx->chain ? NGX_OK : NGX_ERROR;
+    idx->nlive = (size / 32 + 63) / 64 * sizeof(uint64_t);
+    idx->live = ngx_palloc(pool, idx->nlive);
+
+    return (idx->chain && idx->live) ? NGX_OK : NGX_ERROR;
 }
 
 
@@ -709,7 +726,7 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
 static void
 ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
 {
-    ngx_uint_t                       b, n, i, k, nb, hot, all, nlost;
+    ngx_uint_t                       b, n, i, k, nb, hot, all, pass, nlost;
     ngx_http_prefix_route_sh_t      *sh;
     ngx_http_prefix_route_peer_t    *peer;
     ngx_http_prefix_route_entry_t   *e;
@@ -748,10 +765,14 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
      * this server's holder of the parent block), or of a lost list, leave
      * their entries' lists for sh->dropped, and then their kids, until
      * none is left whose parent's holder went; pins and the counts taken
-     * again below are zeroed.
+     * again below are zeroed.  The first pass marks those whole in
+     * idx->live, and the mark stands for "in its entry's list" after.
      */
 
-    do {
+    ngx_memzero(idx->live, idx->nlive);
+    k = 0;
+
+    for (pass = 0; pass < 2 || nlost != k; pass++) {
         k = nlost;
 
         for (b = 0; b < nb; b++) {
@@ -763,11 +784,11 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
                 e->children = 0;
                 e->nholders = 0;
 
-                nlost += ngx_http_prefix_route_index_sift(idx, e, lost);
+                nlost += ngx_http_prefix_route_index_sift(idx, e, lost,
+                                                          pass == 0);
             }
         }
-
-    } while (nlost != k);
+    }
 
     for (i = 0; i < sh->npeers; i++) {
         if (lost[i / 64] & ((uint64_t) 1 << (i % 64))) {
@@ -917,56 +938,62 @@ ngx_http_prefix_route_index_pinned(ngx_http_prefix_route_index_t *idx,
 /*
  * Takes out of entry "e"'s list the holders that are not whole (see
  * above) or are in a "lost" server's list, onto sh->dropped (linked by
- * "up"), and zeroes the kids of the others; returns how many went.
+ * "up"), and zeroes the kids of the others; returns how many went.  The
+ * first pass ("mark") marks those it keeps in idx->live; the next ones
+ * also take out those whose "up" is not marked, of this server and the
+ * parent block, and unmark what they take out: a mark, not a walk of the
+ * parent's list, so that a block every server holds costs servers steps,
+ * not their square.
  */
 
 static ngx_uint_t
 ngx_http_prefix_route_index_sift(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_entry_t *e, uint64_t *lost)
+    ngx_http_prefix_route_entry_t *e, uint64_t *lost, ngx_uint_t mark)
 {
-    uint32_t                        *hp;
+    uint32_t                        *hp, off;
     ngx_uint_t                       n;
     ngx_http_prefix_route_sh_t      *sh;
-    ngx_http_prefix_route_entry_t   *p;
     ngx_http_prefix_route_holder_t  *h, *up;
 
     sh = idx->sh;
-    p = ngx_http_prefix_route_ptr(idx, e->parent);
     hp = &e->holders;
     n = 0;
 
     while (*hp) {
-        h = ngx_http_prefix_route_ptr(idx, *hp);
+        off = *hp;
+        h = ngx_http_prefix_route_ptr(idx, off);
 
-        /* "up" itself in the parent's list, not the first of its slot */
-
-        for (up = p ? ngx_http_prefix_route_ptr(idx, p->holders) : NULL;
-             up != NULL && ngx_http_prefix_route_off(idx, up) != h->up;
-             up = ngx_http_prefix_route_ptr(idx, up->next))
-        {
-            /* void */
-        }
+        up = ngx_http_prefix_route_index_live(idx, h->up)
+             ? ngx_http_prefix_route_ptr(idx, h->up) : NULL;
 
         if (h->entry == ngx_http_prefix_route_off(idx, e)
             && h->slot < sh->npeers
             && sh->slots[h->slot] != NULL
             && !(lost[h->slot / 64] & ((uint64_t) 1 << (h->slot % 64)))
-            && (p == NULL
-                ? h->up == 0
-                : (up != NULL && up->slot == h->slot
-                   && up->entry == e->parent)))
+            && (mark
+                || (ngx_http_prefix_route_index_live(idx, off)
+                    && (e->parent == 0
+                        ? h->up == 0
+                        : (up != NULL && up->slot == h->slot
+                           && up->entry == e->parent)))))
         {
+            if (mark) {
+                ngx_http_prefix_route_live_set(idx, off);
+            }
+
             h->kids = 0;
             hp = &h->next;
             continue;
         }
+
+        ngx_http_prefix_route_live_clear(idx, off);
 
         *hp = h->next;
         h->up = sh->dropped;
 
         ngx_http_prefix_route_order();
 
-        sh->dropped = ngx_http_prefix_route_off(idx, h);
+        sh->dropped = off;
         n++;
 
         ngx_http_prefix_route_kill_point();
@@ -1008,10 +1035,11 @@ ngx_http_prefix_route_index_walkable(ngx_http_prefix_route_index_t *idx,
 
 /*
  * The list at "head", walkable, linked again both ways from its forward
- * links with the holders that are in their entries' lists and are its
- * own: of slot "which" if a peer's list ("zone" 0), else protected or not
- * as "which" says.  Those kept are marked in their kids field, zeroed by
- * sift(): 1 in a peer's list, 2 in the zone's.
+ * links with the holders that are in their entries' lists (marked in
+ * idx->live) and are its own: of slot "which" if a peer's list ("zone"
+ * 0), else protected or not as "which" says.  Those kept are marked in
+ * their kids field, zeroed by sift(): 1 in a peer's list, 2 in the
+ * zone's.
  */
 
 static void
@@ -1019,10 +1047,9 @@ ngx_http_prefix_route_index_rebuild(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_link_t *head, ngx_uint_t zone, ngx_uint_t which)
 {
     uint32_t                         off, end;
-    ngx_uint_t                       own, mark;
+    ngx_uint_t                       mark;
     ngx_http_prefix_route_link_t    *l, *last;
-    ngx_http_prefix_route_entry_t   *e;
-    ngx_http_prefix_route_holder_t  *h, *m;
+    ngx_http_prefix_route_holder_t  *h;
 
     end = ngx_http_prefix_route_off(idx, head);
     last = head;
@@ -1033,29 +1060,17 @@ ngx_http_prefix_route_index_rebuild(ngx_http_prefix_route_index_t *idx,
         h = zone ? ngx_http_prefix_route_zone_holder(l)
                  : (ngx_http_prefix_route_holder_t *) l;
 
-        /* a link of a holder, or the head of another list: not a holder */
+        /*
+         * a link of a holder in its entry's list (marked by sift()), or
+         * of a holder gone, or the head of another list
+         */
 
-        own = (u_char *) h > (u_char *) idx->shpool
-              && (u_char *) (h + 1) <= idx->shpool->end
-              && (zone ? (h->hot == which) : (h->slot == which));
-        e = NULL;
-
-        if (own && ngx_http_prefix_route_index_inside(idx, h->entry)) {
-            e = ngx_http_prefix_route_ptr(idx, h->entry);
-
-            if (ngx_http_prefix_route_index_lookup(idx, e->key) != e) {
-                e = NULL;
-            }
-        }
-
-        for (m = e ? ngx_http_prefix_route_ptr(idx, e->holders) : NULL;
-             m != NULL && m != h;
-             m = ngx_http_prefix_route_ptr(idx, m->next))
+        if ((u_char *) h <= (u_char *) idx->shpool
+            || !ngx_http_prefix_route_index_live(idx,
+                                       ngx_http_prefix_route_off(idx, h))
+            || (zone ? (h->hot != which) : (h->slot != which))
+            || (h->kids & mark))
         {
-            /* void */
-        }
-
-        if (m == NULL || (h->kids & mark)) {
             continue;
         }
 
@@ -1216,7 +1231,26 @@ ngx_http_prefix_route_index_recount(ngx_http_prefix_route_index_t *idx)
 }
 
 
+/*
+ * Whether "off" is that of a 32-byte chunk of the zone the mend marked, a
+ * holder in its entry's list (sift()).
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_live(ngx_http_prefix_route_index_t *idx,
+    uint32_t off)
+{
+    return off != 0
+           && (off & 3) == 0
+           && ((size_t) off << 3) + sizeof(ngx_http_prefix_route_holder_t)
+              <= (size_t) (idx->shpool->end - (u_char *) idx->shpool)
+           && ngx_http_prefix_route_live_in(idx, off)
+           && (idx->live[off >> 8] >> ((off >> 2) & 63) & 1);
+}
+
+
 /* whether a link, or an entry's key, at an offset is inside the zone */
+
 
 static ngx_uint_t
 ngx_http_prefix_route_index_inside(ngx_http_prefix_route_index_t *idx,

@@ -124,7 +124,8 @@ test_zone(size_t size, ngx_uint_t npeers_)
 
     ngx_memzero(&idx, sizeof(idx));
 
-    if (ngx_http_prefix_route_index_scratch(&idx, test_pool, TEST_MAX_BLOCKS)
+    if (ngx_http_prefix_route_index_scratch(&idx, test_pool, TEST_MAX_BLOCKS,
+                                            size)
         != NGX_OK)
     {
         exit(1);
