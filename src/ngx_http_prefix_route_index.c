@@ -119,9 +119,13 @@ struct ngx_http_prefix_route_holder_s {
          ((u_char *) (l) - offsetof(ngx_http_prefix_route_holder_t,          \
                                     zone_lru)))
 
-/* the mend's mark of the holder at offset "off" (32-byte aligned) */
+/*
+ * the mend's mark of the holder at offset "off": a 32-byte chunk, or none
+ * (a link into a holder must not mark or unmark it)
+ */
 #define ngx_http_prefix_route_live_in(idx, off)                              \
-    (((size_t) (off) >> 8) < (idx)->nlive / sizeof(uint64_t))
+    (((off) & 3) == 0                                                        \
+     && ((size_t) (off) >> 8) < (idx)->nlive / sizeof(uint64_t))
 #define ngx_http_prefix_route_live_set(idx, off)                             \
     if (ngx_http_prefix_route_live_in(idx, off)) {                           \
         (idx)->live[(off) >> 8] |= (uint64_t) 1 << (((off) >> 2) & 63);      \
@@ -1241,7 +1245,6 @@ ngx_http_prefix_route_index_live(ngx_http_prefix_route_index_t *idx,
     uint32_t off)
 {
     return off != 0
-           && (off & 3) == 0
            && ((size_t) off << 3) + sizeof(ngx_http_prefix_route_holder_t)
               <= (size_t) (idx->shpool->end - (u_char *) idx->shpool)
            && ngx_http_prefix_route_live_in(idx, off)
