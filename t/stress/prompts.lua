@@ -15,7 +15,8 @@
 --   PR_TAG   a word in every prompt, so that two runs differ ("run")
 --   PR_SALT  the body's cache_salt, a tenant of its own (none)
 --   PR_SYSTEM  bytes of a system message every prompt shares, before
---            the user's ("rule rule ...", as lib.sh's probe_system) (0)
+--            the user's and beyond PR_SIZE ("rule rule ...", as lib.sh's
+--            probe_system) (0)
 --   PR_CLOSE 1: "Connection: close", a connection a request (wrk opens
 --            the next one at once)
 --
