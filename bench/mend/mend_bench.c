@@ -13,12 +13,13 @@
  * share a 2 KiB system prompt; then, for several kill points, a forked
  * process records a new prompt and dies at that point, and the parent
  * times its next record (the mend and a record) against the median of
- * records after no death.  Each change's holders are checked after
- * (index_check()).  Prints a Markdown table, one line a zone size, number
- * of servers and fill: "spread", each prompt sent to one server in turn;
- * "everywhere", each to every server (an entry per block with a holder per
- * server, the mend's worst case: it checks each holder against its
- * parent's, O(servers^2) an entry).
+ * records after no death; the index is checked after each mend
+ * (index_check(), its errors counted).  Prints a Markdown table, one
+ * line a zone size, number of servers and fill: "spread", each prompt
+ * sent to one server in turn; "everywhere", each to every server (an
+ * entry per block with a holder per server: until the mend marked the
+ * holders it found, it checked each holder against its parent's list,
+ * O(servers^2) an entry).
  *
  * Usage: mend_bench [zone MiB]...   (default: 1 16 64)
  */
