@@ -127,13 +127,18 @@ struct ngx_http_prefix_route_holder_s {
     (((off) & 3) == 0                                                        \
      && ((size_t) (off) >> 8) < (idx)->nlive / sizeof(uint64_t))
 #define ngx_http_prefix_route_live_set(idx, off)                             \
-    if (ngx_http_prefix_route_live_in(idx, off)) {                           \
-        (idx)->live[(off) >> 8] |= (uint64_t) 1 << (((off) >> 2) & 63);      \
-    }
+    do {                                                                     \
+        if (ngx_http_prefix_route_live_in(idx, off)) {                       \
+            (idx)->live[(off) >> 8] |= (uint64_t) 1 << (((off) >> 2) & 63);  \
+        }                                                                    \
+    } while (0)
 #define ngx_http_prefix_route_live_clear(idx, off)                           \
-    if (ngx_http_prefix_route_live_in(idx, off)) {                           \
-        (idx)->live[(off) >> 8] &= ~((uint64_t) 1 << (((off) >> 2) & 63));   \
-    }
+    do {                                                                     \
+        if (ngx_http_prefix_route_live_in(idx, off)) {                       \
+            (idx)->live[(off) >> 8] &=                                       \
+                ~((uint64_t) 1 << (((off) >> 2) & 63));                      \
+        }                                                                    \
+    } while (0)
 
 /* sh->changing of a change that records no chain (trim, forget) */
 #define NGX_HTTP_PREFIX_ROUTE_NO_CHAIN     ((ngx_uint_t) -1)
@@ -967,7 +972,7 @@ ngx_http_prefix_route_index_sift(ngx_http_prefix_route_index_t *idx,
         off = *hp;
         h = ngx_http_prefix_route_ptr(idx, off);
 
-        up = ngx_http_prefix_route_index_live(idx, h->up)
+        up = (!mark && ngx_http_prefix_route_index_live(idx, h->up))
              ? ngx_http_prefix_route_ptr(idx, h->up) : NULL;
 
         if (h->entry == ngx_http_prefix_route_off(idx, e)

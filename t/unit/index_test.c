@@ -28,6 +28,10 @@ static void test_chain(uint64_t *hash, ngx_uint_t tag, ngx_uint_t n);
 static ngx_uint_t test_match(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer);
 static ngx_uint_t test_record(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer,
     ngx_uint_t capacity);
+static ngx_uint_t test_record_hash(uint64_t *hash, ngx_uint_t n,
+    ngx_uint_t peer, ngx_uint_t capacity);
+static ngx_uint_t test_record_forked(ngx_uint_t tag, ngx_uint_t n,
+    ngx_uint_t fork_at, ngx_uint_t other, ngx_uint_t peer);
 static ngx_int_t test_check(void);
 static void test_pressure(void);
 static void test_pinning(void);
@@ -114,15 +118,55 @@ static ngx_uint_t
 test_record(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t peer,
     ngx_uint_t capacity)
 {
-    uint64_t    hash[TEST_MAX_BLOCKS];
-    ngx_uint_t  held;
+    uint64_t  hash[TEST_MAX_BLOCKS];
 
     test_chain(hash, tag, n);
-    held = test_match(tag, n, peer);
+
+    return test_record_hash(hash, n, peer, capacity);
+}
+
+
+/* a record of the n block hashes "hash" for the peer at "peer" */
+
+static ngx_uint_t
+test_record_hash(uint64_t *hash, ngx_uint_t n, ngx_uint_t peer,
+    ngx_uint_t capacity)
+{
+    ngx_uint_t  held, match[64];
+
+    (void) ngx_http_prefix_route_index_match(&idx, hash, n, pos, npeers,
+                                             npeers, 4 * npeers + 64, match);
+    held = match[peer];
 
     return ngx_http_prefix_route_index_record(&idx, hash, n, &held,
                                               peers[peer], test_tenant,
                                               capacity, ++test_clock);
+}
+
+
+/*
+ * test_record() of prompt "tag" of n blocks, from block "fork_at" on of
+ * prompt "other" if not 0: prompts that share a beginning
+ */
+
+static ngx_uint_t
+test_record_forked(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t fork_at,
+    ngx_uint_t other, ngx_uint_t peer)
+{
+    uint64_t    hash[TEST_MAX_BLOCKS], h2[TEST_MAX_BLOCKS];
+    ngx_uint_t  i;
+
+    test_chain(hash, tag, n);
+
+    if (other) {
+        test_chain(h2, other, n);
+
+        for (i = fork_at; i < n; i++) {
+            hash[i] = h2[i];
+        }
+    }
+
+    return test_record_hash(hash, n, peer, 0);
 }
 
 
@@ -630,8 +674,7 @@ test_trim(void)
 static void
 test_drained(void)
 {
-    uint64_t    hash[20];
-    ngx_uint_t  i, t, held, cut, bad, match[64];
+    ngx_uint_t  t, cut, bad;
 
     test_zone(64 * 1024, 4);
 
@@ -639,18 +682,7 @@ test_drained(void)
     bad = 0;
 
     for (t = 1; t <= 3000; t++) {
-        for (i = 0; i < 20; i++) {
-            hash[i] = (i < 8) ? i + 1 : (uint64_t) t * 1000003 + i * 7919;
-        }
-
-        (void) ngx_http_prefix_route_index_match(&idx, hash, 20, pos, npeers,
-                                                 npeers, 4 * npeers + 64,
-                                                 match);
-        held = match[t == 1 ? 3 : t % 3];
-
-        cut += (ngx_http_prefix_route_index_record(&idx, hash, 20, &held,
-                                                   peers[t == 1 ? 3 : t % 3],
-                                                   0, 0, ++test_clock)
+        cut += (test_record_forked(7, 20, 8, 1000 + t, t == 1 ? 3 : t % 3)
                 < 20);
 
         if (t % 100 == 0 && test_check() != 0) {
@@ -1246,35 +1278,6 @@ test_pinned_free(void)
 }
 
 
-/* prompt "tag" of n blocks, its block "fork" and after it of tag "other" */
-
-static ngx_uint_t
-test_pinned_record(ngx_uint_t tag, ngx_uint_t n, ngx_uint_t fork_at,
-    ngx_uint_t other, ngx_uint_t peer)
-{
-    uint64_t    hash[TEST_MAX_BLOCKS], h2[TEST_MAX_BLOCKS];
-    ngx_uint_t  i, held, match[64];
-
-    test_chain(hash, tag, n);
-
-    if (other) {
-        test_chain(h2, other, n);
-
-        for (i = fork_at; i < n; i++) {
-            hash[i] = h2[i];
-        }
-    }
-
-    (void) ngx_http_prefix_route_index_match(&idx, hash, n, pos, npeers,
-                                             npeers, 4 * npeers + 64, match);
-    held = match[peer];
-
-    return ngx_http_prefix_route_index_record(&idx, hash, n, &held,
-                                              peers[peer], 0, 0,
-                                              ++test_clock);
-}
-
-
 /* fills the zone to its last 32-byte chunk with server 1's holders */
 
 static void
@@ -1284,15 +1287,15 @@ test_pinned_top(ngx_uint_t twice, ngx_uint_t c)
 
     for (t = 100; test_pinned_free() >= 2 + 24; t++) {
         /* the shared 8 blocks of prompt 7, then 12 of its own */
-        (void) test_pinned_record(7, 20, 8, t, 1);
+        (void) test_record_forked(7, 20, 8, t, 1);
 
         if (twice) {
-            (void) test_pinned_record(7, 20, 8, t, 1);
+            (void) test_record_forked(7, 20, 8, t, 1);
         }
     }
 
     for ( /* void */ ; test_pinned_free() >= 2; t++) {
-        (void) test_pinned_record(7000 + t, 1, 0, 0, 1);
+        (void) test_record_forked(7000 + t, 1, 0, 0, 1);
     }
 
     if (test_pinned_free() == 1) {
@@ -1300,7 +1303,7 @@ test_pinned_top(ngx_uint_t twice, ngx_uint_t c)
          * one holder, of a block that is there (server 1 holds 0 .. 7):
          * server 0's block 8, or prompt 7's (server 0's, on probation)
          */
-        (void) test_pinned_record(7, 9, 8, c == 0 ? 50 : 0, 1);
+        (void) test_record_forked(7, 9, 8, c == 0 ? 50 : 0, 1);
     }
 }
 
@@ -1328,20 +1331,20 @@ test_pinned_fill(ngx_uint_t c)
     test_zone(64 * 1024, 3);
 
     if (c == 0) {
-        (void) test_pinned_record(7, 12, 0, 0, 2);
+        (void) test_record_forked(7, 12, 0, 0, 2);
 
         for (t = 0; t < 2; t++) {
-            (void) test_pinned_record(7, 20, 8, 50 + t, t);
-            (void) test_pinned_record(7, 20, 8, 50 + t, t);
+            (void) test_record_forked(7, 20, 8, 50 + t, t);
+            (void) test_record_forked(7, 20, 8, 50 + t, t);
         }
 
         test_pinned_top(1, 0);
 
     } else {
-        (void) test_pinned_record(7, 9, 0, 0, 0);
-        (void) test_pinned_record(7, 12, 0, 0, 2);
-        (void) test_pinned_record(7, 12, 0, 0, 2);
-        (void) test_pinned_record(7, 12, 11, 77, 2);
+        (void) test_record_forked(7, 9, 0, 0, 0);
+        (void) test_record_forked(7, 12, 0, 0, 2);
+        (void) test_record_forked(7, 12, 0, 0, 2);
+        (void) test_record_forked(7, 12, 11, 77, 2);
         test_pinned_top(0, 1);
     }
 
@@ -1352,7 +1355,7 @@ test_pinned_fill(ngx_uint_t c)
 static ngx_uint_t
 test_pinned_change(ngx_uint_t c)
 {
-    return test_pinned_record(7, c == 0 ? 20 : 16, 0, 0, 0);
+    return test_record_forked(7, c == 0 ? 20 : 16, 0, 0, 0);
 }
 
 
