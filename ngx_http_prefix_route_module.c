@@ -541,8 +541,7 @@ ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
         || prcf->vshared == NULL
         || prcf->cand == NULL
         || ngx_http_prefix_route_index_scratch(&prcf->index, cf->pool,
-                                               prcf->max_prefix / prcf->block,
-                                               prcf->shm_zone->shm.size)
+                                               prcf->max_prefix / prcf->block)
            != NGX_OK)
     {
         return NGX_ERROR;

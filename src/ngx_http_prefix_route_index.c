@@ -125,7 +125,7 @@ struct ngx_http_prefix_route_holder_s {
  */
 #define ngx_http_prefix_route_live_in(idx, off)                              \
     (((off) & 3) == 0                                                        \
-     && ((size_t) (off) >> 8) < (idx)->nlive / sizeof(uint64_t))
+     && ((size_t) (off) >> 8) < (idx)->sh->nlive / sizeof(uint64_t))
 #define ngx_http_prefix_route_live_set(idx, off)                             \
     do {                                                                     \
         if (ngx_http_prefix_route_live_in(idx, off)) {                       \
@@ -218,15 +218,12 @@ static int ngx_libc_cdecl ngx_http_prefix_route_index_cmp(const void *a,
 
 ngx_int_t
 ngx_http_prefix_route_index_scratch(ngx_http_prefix_route_index_t *idx,
-    ngx_pool_t *pool, ngx_uint_t nblocks, size_t size)
+    ngx_pool_t *pool, ngx_uint_t nblocks)
 {
     idx->chain = ngx_palloc(pool,
                             nblocks * sizeof(ngx_http_prefix_route_entry_t *));
 
-    idx->nlive = (size / 32 + 63) / 64 * sizeof(uint64_t);
-    idx->live = ngx_palloc(pool, idx->nlive);
-
-    return (idx->chain && idx->live) ? NGX_OK : NGX_ERROR;
+    return idx->chain ? NGX_OK : NGX_ERROR;
 }
 
 
@@ -252,6 +249,8 @@ ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
         }
 
         idx->sh = sh;
+        idx->live = sh->live;
+
         return NGX_OK;
     }
 
@@ -261,6 +260,17 @@ ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
     }
 
     idx->sh = sh;
+
+    /*
+     * the mend's marks, a bit a 32-byte chunk (zone / 256 bytes), in the
+     * zone: a mend done in slices goes on in whichever worker takes the
+     * mutex next
+     */
+
+    sh->nlive = ((shpool->end - (u_char *) shpool) / 32 + 63) / 64
+                * sizeof(uint64_t);
+    sh->live = ngx_slab_calloc(shpool, sh->nlive);
+    idx->live = sh->live;
 
     /* a power of two of buckets, about one per two entries the zone holds */
 
@@ -281,7 +291,9 @@ ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
                         nworkers * sizeof(ngx_http_prefix_route_worker_t));
     sh->slots = ngx_slab_calloc(shpool, sh->nslots * sizeof(void *));
 
-    if (sh->buckets == NULL || sh->workers == NULL || sh->slots == NULL) {
+    if (sh->buckets == NULL || sh->workers == NULL || sh->slots == NULL
+        || sh->live == NULL)
+    {
         return NGX_ERROR;
     }
 
@@ -778,7 +790,7 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
      * idx->live, and the mark stands for "in its entry's list" after.
      */
 
-    ngx_memzero(idx->live, idx->nlive);
+    ngx_memzero(idx->live, idx->sh->nlive);
     k = 0;
 
     for (pass = 0; pass < 2 || nlost != k; pass++) {

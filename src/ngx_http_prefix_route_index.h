@@ -246,6 +246,9 @@ typedef struct {
                                                    out, to be freed: by
                                                    "up", from the last */
 
+    uint64_t                        *live;      /* the mend's marks: a
+                                                   bit a 32-byte chunk */
+    size_t                           nlive;     /* their bytes */
     ngx_uint_t                       nworkers;  /* slots, then one shared */
     ngx_http_prefix_route_worker_t  *workers;
 
@@ -295,21 +298,16 @@ typedef struct {
     ngx_uint_t                       share;     /* tenant_share, percent;
                                                    0: no limit */
     ngx_http_prefix_route_entry_t  **chain;     /* scratch, max blocks */
-    uint64_t                        *live;      /* scratch of the mend: a
-                                                   bit a 32-byte chunk */
-    size_t                           nlive;     /* its bytes */
+    uint64_t                        *live;      /* sh->live */
 } ngx_http_prefix_route_index_t;
 
 
 /*
  * Allocates from "pool" the process's scratch for records of up to
- * "nblocks" blocks, and for the mend of a zone of "size" bytes (a bit a
- * 32-byte chunk: size / 256 bytes, untouched until a mend); at
- * configuration time.  Returns NGX_OK or NGX_ERROR.
+ * "nblocks" blocks, at configuration time.  Returns NGX_OK or NGX_ERROR.
  */
 ngx_int_t ngx_http_prefix_route_index_scratch(
-    ngx_http_prefix_route_index_t *idx, ngx_pool_t *pool, ngx_uint_t nblocks,
-    size_t size);
+    ngx_http_prefix_route_index_t *idx, ngx_pool_t *pool, ngx_uint_t nblocks);
 
 /*
  * Sets up the index in a new zone, or takes over the one of the previous

@@ -124,8 +124,7 @@ test_zone(size_t size, ngx_uint_t npeers_)
 
     ngx_memzero(&idx, sizeof(idx));
 
-    if (ngx_http_prefix_route_index_scratch(&idx, test_pool, TEST_MAX_BLOCKS,
-                                            size)
+    if (ngx_http_prefix_route_index_scratch(&idx, test_pool, TEST_MAX_BLOCKS)
         != NGX_OK)
     {
         exit(1);
