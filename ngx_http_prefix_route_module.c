@@ -158,6 +158,10 @@ static ngx_int_t ngx_http_prefix_route_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_prefix_route_init_process(ngx_cycle_t *cycle);
 static void ngx_http_prefix_route_exit_process(ngx_cycle_t *cycle);
 static void ngx_http_prefix_route_sweep(ngx_event_t *ev);
+static void ngx_http_prefix_route_mend_soon(ngx_http_prefix_route_index_t *idx);
+static void ngx_http_prefix_route_mend(ngx_event_t *ev);
+static void ngx_http_prefix_route_mend_slice(
+    ngx_http_prefix_route_index_t *idx);
 static void ngx_http_prefix_route_each(ngx_cycle_t *cycle,
     void (*handler)(ngx_http_prefix_route_index_t *idx));
 static ngx_int_t ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
@@ -304,9 +308,16 @@ ngx_str_t  ngx_http_prefix_route_status_names[] = {
 
 static ngx_http_output_body_filter_pt  ngx_http_next_body_filter;
 
-/* the sweep timer; its connection only names it in debug logs */
+/*
+ * the sweep timer, and the timer that goes on with a mend of the index;
+ * their connection only names them in debug logs
+ */
 static ngx_event_t       ngx_http_prefix_route_sweep_event;
+static ngx_event_t       ngx_http_prefix_route_mend_event;
 static ngx_connection_t  ngx_http_prefix_route_sweep_conn;
+
+/* a zone's mend has slices left, after the mend timer's last round */
+static ngx_uint_t        ngx_http_prefix_route_mending;
 
 
 enum {
@@ -395,6 +406,14 @@ ngx_http_prefix_route_init_process(ngx_cycle_t *cycle)
 
     ngx_http_prefix_route_sweep_conn.fd = (ngx_socket_t) -1;
 
+    ev = &ngx_http_prefix_route_mend_event;
+    ev->handler = ngx_http_prefix_route_mend;
+    ev->log = cycle->log;
+    ev->data = &ngx_http_prefix_route_sweep_conn;
+    ev->cancelable = 1;
+
+    ev = &ngx_http_prefix_route_sweep_event;
+
     /*
      * and once now: a worker that replaces one killed a moment ago finds
      * that one's slot free, instead of charging the shared cell, which a
@@ -448,10 +467,65 @@ ngx_http_prefix_route_sweep(ngx_event_t *ev)
                                ngx_http_prefix_route_load_sweep);
     ngx_http_prefix_route_each((ngx_cycle_t *) ngx_cycle,
                                ngx_http_prefix_route_history_sample);
+    ngx_http_prefix_route_each((ngx_cycle_t *) ngx_cycle,
+                               ngx_http_prefix_route_mend_soon);
 
     if (!ngx_exiting && !ngx_quit && !ngx_terminate) {
         ngx_add_timer(ev, NGX_HTTP_PREFIX_ROUTE_SWEEP);
     }
+}
+
+
+/*
+ * A zone whose index a worker's death left to mend: a slice a
+ * millisecond on the mend timer, as well as one a lookup or record, so
+ * that the mend ends in about the time it computes even without requests
+ * (ngx_http_prefix_route_index_ready()).  "changing" is read without the
+ * mutex: a change another worker has under way arms the timer for one
+ * round in vain.
+ */
+
+static void
+ngx_http_prefix_route_mend_soon(ngx_http_prefix_route_index_t *idx)
+{
+    if (idx->sh->changing && !ngx_http_prefix_route_mend_event.timer_set
+        && !ngx_exiting && !ngx_quit && !ngx_terminate)
+    {
+        ngx_add_timer(&ngx_http_prefix_route_mend_event, 1);
+    }
+}
+
+
+static void
+ngx_http_prefix_route_mend(ngx_event_t *ev)
+{
+    ngx_http_prefix_route_mending = 0;
+
+    ngx_http_prefix_route_each((ngx_cycle_t *) ngx_cycle,
+                               ngx_http_prefix_route_mend_slice);
+
+    if (ngx_http_prefix_route_mending
+        && !ngx_exiting && !ngx_quit && !ngx_terminate)
+    {
+        ngx_add_timer(ev, 1);
+    }
+}
+
+
+static void
+ngx_http_prefix_route_mend_slice(ngx_http_prefix_route_index_t *idx)
+{
+    if (idx->sh->changing == 0) {
+        return;
+    }
+
+    ngx_shmtx_lock(&idx->shpool->mutex);
+
+    if (!ngx_http_prefix_route_index_ready(idx)) {
+        ngx_http_prefix_route_mending = 1;
+    }
+
+    ngx_shmtx_unlock(&idx->shpool->mutex);
 }
 
 
@@ -1298,7 +1372,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     size_t                              longest, first, expect;
     uint64_t                           *id, t, hold;
     ngx_int_t                           k, vk;
-    ngx_uint_t                          i, b, held, probed, virt;
+    ngx_uint_t                          i, b, held, probed, virt, mending;
     ngx_slab_pool_t                    *shpool;
     ngx_http_upstream_rr_peer_t        *peer, *best;
     ngx_http_prefix_route_peer_t      **shared, *sp, *lp;
@@ -1342,6 +1416,9 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                                    prcf->pos[b], prcf->npos, peers->number,
                                    NGX_HTTP_PREFIX_ROUTE_VISITS(peers->number),
                                    prcf->held);
+
+    /* held, the mutex says a mend is left: the timer goes on with it */
+    mending = (idx->sh->changing != 0);
 
     /*
      * shadow mode: what prefix_route would hold had it routed, in the
@@ -1393,6 +1470,10 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     hold = ngx_http_prefix_route_clock() - t;
     ngx_shmtx_unlock(&shpool->mutex);
+
+    if (mending) {
+        ngx_http_prefix_route_mend_soon(idx);
+    }
 
     /* choose */
 

@@ -80,8 +80,7 @@ struct ngx_http_prefix_route_holder_s {
 /* holders dropped at most to make room for one allocation */
 #define NGX_HTTP_PREFIX_ROUTE_EVICT_TRIES  8
 
-/* peers a zone can number, and holders a holder can have below it */
-#define NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS    ((1 << 12) - 1)
+/* holders a holder can have below it */
 #define NGX_HTTP_PREFIX_ROUTE_MAX_KIDS     ((1 << 19) - 1)
 
 /*
@@ -143,35 +142,82 @@ struct ngx_http_prefix_route_holder_s {
 /* sh->changing of a change that records no chain (trim, forget) */
 #define NGX_HTTP_PREFIX_ROUTE_NO_CHAIN     ((ngx_uint_t) -1)
 
+/*
+ * Steps of a mend a slice takes by default: buckets, entries and holders
+ * visited, list links walked; about 1 ms on this project's machines
+ * (bench/results/mend.md).
+ */
+#define NGX_HTTP_PREFIX_ROUTE_MEND_STEPS   16384
+
+/* the phases of a mend, in order (sh->mend.phase) */
+#define NGX_HTTP_PREFIX_ROUTE_MEND_WALK    1
+#define NGX_HTTP_PREFIX_ROUTE_MEND_SIFT    2
+#define NGX_HTTP_PREFIX_ROUTE_MEND_REBUILD 3
+#define NGX_HTTP_PREFIX_ROUTE_MEND_FREE    4
+#define NGX_HTTP_PREFIX_ROUTE_MEND_RELINK  5
+#define NGX_HTTP_PREFIX_ROUTE_MEND_RECOUNT 6
+#define NGX_HTTP_PREFIX_ROUTE_MEND_PINNED  7
+#define NGX_HTTP_PREFIX_ROUTE_MEND_UNPIN   8
+
+/* walkable(): the slice's steps ran out */
+#define NGX_HTTP_PREFIX_ROUTE_MEND_MORE    2
+
+/* what a phase of the mend does to each entry; 1: its bucket changed */
+typedef ngx_uint_t (*ngx_http_prefix_route_visit_pt)(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
+    ngx_int_t *left);
+
 
 
 static ngx_uint_t ngx_http_prefix_route_index_put(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
     ngx_uint_t *held, ngx_http_prefix_route_peer_t *peer, uint64_t tenant,
     ngx_uint_t capacity, uint32_t stamp);
-static void ngx_http_prefix_route_index_begin(
+static ngx_uint_t ngx_http_prefix_route_index_begin(
     ngx_http_prefix_route_index_t *idx, ngx_uint_t mark);
 static void ngx_http_prefix_route_index_end(
     ngx_http_prefix_route_index_t *idx);
 static ngx_uint_t ngx_http_prefix_route_index_cut(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
     ngx_uint_t capacity, uint32_t *before);
-static void ngx_http_prefix_route_index_repair(
+static ngx_uint_t ngx_http_prefix_route_index_repair(
     ngx_http_prefix_route_index_t *idx);
-static ngx_uint_t ngx_http_prefix_route_index_walkable(
-    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *head);
-static void ngx_http_prefix_route_index_rebuild(
-    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *head,
-    ngx_uint_t zone, ngx_uint_t which);
-static ngx_http_prefix_route_holder_t *ngx_http_prefix_route_index_pinned(
-    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer);
+static ngx_uint_t ngx_http_prefix_route_index_buckets(
+    ngx_http_prefix_route_index_t *idx, ngx_int_t *left,
+    ngx_http_prefix_route_visit_pt visit);
+static ngx_uint_t ngx_http_prefix_route_index_walk(
+    ngx_http_prefix_route_index_t *idx, ngx_int_t *left);
 static ngx_uint_t ngx_http_prefix_route_index_sift(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
-    uint64_t *lost, ngx_uint_t mark);
-static void ngx_http_prefix_route_index_relink(
+    ngx_int_t *left);
+static ngx_uint_t ngx_http_prefix_route_index_pin(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
+    ngx_int_t *left);
+static ngx_uint_t ngx_http_prefix_route_index_leaf(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
+    ngx_int_t *left);
+static ngx_uint_t ngx_http_prefix_route_index_unpin(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
+    ngx_int_t *left);
+static ngx_uint_t ngx_http_prefix_route_index_drop(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
+    ngx_int_t *left, ngx_uint_t mark);
+static ngx_uint_t ngx_http_prefix_route_index_walkable(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *head,
+    ngx_int_t *left);
+static ngx_uint_t ngx_http_prefix_route_index_rebuild(
+    ngx_http_prefix_route_index_t *idx, ngx_int_t *left);
+static ngx_uint_t ngx_http_prefix_route_index_relink(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
+    ngx_int_t *left);
+static ngx_uint_t ngx_http_prefix_route_index_unmark(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
+    ngx_int_t *left);
+static void ngx_http_prefix_route_index_uncount(
     ngx_http_prefix_route_index_t *idx);
-static void ngx_http_prefix_route_index_recount(
-    ngx_http_prefix_route_index_t *idx);
+static ngx_uint_t ngx_http_prefix_route_index_recount(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
+    ngx_int_t *left);
 static ngx_uint_t ngx_http_prefix_route_index_live(
     ngx_http_prefix_route_index_t *idx, uint32_t off);
 static ngx_uint_t ngx_http_prefix_route_index_inside(
@@ -402,7 +448,15 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
         return NULL;
     }
 
-    /* it may evict: a change, on an index mended if a worker died */
+    /*
+     * it may evict: a change, on an index mended if a worker died, all
+     * the mend's slices at once (a reload that adds a server, in the
+     * master)
+     */
+
+    while (!ngx_http_prefix_route_index_ready(idx)) {
+        /* void */
+    }
 
     ngx_http_prefix_route_index_begin(idx, NGX_HTTP_PREFIX_ROUTE_NO_CHAIN);
 
@@ -487,6 +541,10 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
         match[i] = 0;
     }
 
+    if (!ngx_http_prefix_route_index_ready(idx)) {
+        return 0;
+    }
+
     d = ngx_http_prefix_route_index_deepest(idx, hash, n, &e);
 
     /*
@@ -542,7 +600,10 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
 {
     ngx_uint_t  i;
 
-    ngx_http_prefix_route_index_begin(idx, peer->slot + 1);
+    if (!ngx_http_prefix_route_index_begin(idx, peer->slot + 1)) {
+        *held = 0;
+        return 0;
+    }
 
     i = ngx_http_prefix_route_index_put(idx, hash, n, held, peer, tenant,
                                         capacity, stamp);
@@ -552,23 +613,34 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
 }
 
 
+ngx_uint_t
+ngx_http_prefix_route_index_ready(ngx_http_prefix_route_index_t *idx)
+{
+    return idx->sh->changing == 0 || ngx_http_prefix_route_index_repair(idx);
+}
+
+
 /*
  * Marks the zone while the index changes ("mark": the record's peer slot
  * + 1, or NGX_HTTP_PREFIX_ROUTE_NO_CHAIN); the mutex is ours, so a mark
- * found set is a change whose worker died in it.
+ * found set is a change whose worker died in it, and a slice of its mend
+ * is taken first.  Returns 1, the change to be ended by end(), or 0
+ * while the mend is under way: no change.
  */
 
-static void
+static ngx_uint_t
 ngx_http_prefix_route_index_begin(ngx_http_prefix_route_index_t *idx,
     ngx_uint_t mark)
 {
-    if (idx->sh->changing) {
-        ngx_http_prefix_route_index_repair(idx);
+    if (!ngx_http_prefix_route_index_ready(idx)) {
+        return 0;
     }
 
     idx->sh->changing = mark;
 
     ngx_http_prefix_route_order();
+
+    return 1;
 }
 
 
@@ -740,247 +812,485 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
  * ordered so that each entry's list of holders and each list's forward
  * links stay whole at any point, and the mend takes them as the truth
  * (design.md, "Failures, memory and counters").  O(the zone's holders),
- * once per such death; the mend is a change too, and a death inside it
- * is mended by the next.
+ * once per such death, in slices of about idx->mend_steps steps, one a
+ * call, its place kept in sh->mend: nothing else changes the index
+ * between them.  The mend is a change too: a death inside a slice
+ * (sh->mend.slicing found set) starts it again.  Returns 1 when it is
+ * done, else 0.
  */
 
-static void
+static ngx_uint_t
 ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
 {
-    ngx_uint_t                       b, n, i, k, nb, hot, all, pass, nlost;
+    ngx_int_t                        left;
+    ngx_uint_t                       i, hot;
     ngx_http_prefix_route_sh_t      *sh;
+    ngx_http_prefix_route_mend_t    *m;
     ngx_http_prefix_route_peer_t    *peer;
     ngx_http_prefix_route_entry_t   *e;
     ngx_http_prefix_route_holder_t  *h;
-    uint64_t                         lost[(NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS
-                                           + 64) / 64];
 
     sh = idx->sh;
-    nb = (ngx_uint_t) 1 << (64 - sh->shift);
-    n = 0;
-    nlost = 0;
+    m = &sh->mend;
 
-    /*
-     * A list that does not come back to its head loses its holders; it is
-     * emptied only once they are out of their entries' lists, so that a
-     * death before that finds it lost again.
-     */
+    if (m->slicing || m->phase == 0) {
+        ngx_memzero(m, sizeof(ngx_http_prefix_route_mend_t));
+        m->phase = NGX_HTTP_PREFIX_ROUTE_MEND_WALK;
 
-    ngx_memzero(lost, sizeof(lost));
-
-    all = !ngx_http_prefix_route_index_walkable(idx, &sh->hot)
-          || !ngx_http_prefix_route_index_walkable(idx, &sh->lru);
-
-    for (i = 0; i < sh->npeers; i++) {
-        peer = sh->slots[i];
-
-        if (peer != NULL
-            && (all || !ngx_http_prefix_route_index_walkable(idx, &peer->lru)))
-        {
-            lost[i / 64] |= (uint64_t) 1 << (i % 64);
-        }
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "prefix_route: a worker died while changing the "
+                      "index; requests are routed without it until it is "
+                      "mended");
     }
 
-    /*
-     * Holders half made or torn (not of this entry, or their "up" not
-     * this server's holder of the parent block), or of a lost list, leave
-     * their entries' lists for sh->dropped, and then their kids, until
-     * none is left whose parent's holder went; pins and the counts taken
-     * again below are zeroed.  The first pass marks those whole in
-     * idx->live, and the mark stands for "in its entry's list" after.
-     */
+    m->slicing = 1;
+    m->slices++;
 
-    ngx_memzero(idx->live, idx->sh->nlive);
-    k = 0;
+    ngx_http_prefix_route_order();
 
-    for (pass = 0; pass < 2 || nlost != k; pass++) {
-        k = nlost;
-
-        for (b = 0; b < nb; b++) {
-            for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
-                 e != NULL;
-                 e = ngx_http_prefix_route_ptr(idx, e->next))
-            {
-                e->pinned &= 1;
-                e->children = 0;
-                e->nholders = 0;
-
-                nlost += ngx_http_prefix_route_index_sift(idx, e, lost,
-                                                          pass == 0);
-            }
-        }
-    }
-
-    for (i = 0; i < sh->npeers; i++) {
-        if (lost[i / 64] & ((uint64_t) 1 << (i % 64))) {
-            ngx_http_prefix_route_link_init(idx, &sh->slots[i]->lru);
-        }
-    }
-
-    if (all) {
-        ngx_http_prefix_route_link_init(idx, &sh->hot);
-        ngx_http_prefix_route_link_init(idx, &sh->lru);
-    }
-
-    /* each list from its forward links: its own holders, in order */
-
-    for (i = 0; i < sh->npeers; i++) {
-        if (sh->slots[i] != NULL) {
-            ngx_http_prefix_route_index_rebuild(idx, &sh->slots[i]->lru, 0, i);
-        }
-    }
-
-    ngx_http_prefix_route_index_rebuild(idx, &sh->hot, 1, 1);
-    ngx_http_prefix_route_index_rebuild(idx, &sh->lru, 1, 0);
-
-    /* no list has the holders dropped: each leaves the chain, then goes */
-
-    while (sh->dropped) {
-        h = ngx_http_prefix_route_ptr(idx, sh->dropped);
-        sh->dropped = h->up;
-
-        ngx_http_prefix_route_order();
-
-        ngx_slab_free_locked(idx->shpool, h);
-
-        ngx_http_prefix_route_kill_point();
-    }
-
-    ngx_http_prefix_route_index_relink(idx);
-    ngx_http_prefix_route_index_recount(idx);
-
-    /*
-     * The dead record's chain in order, its protected blocks a prefix: from
-     * its server's holder of the deepest block the record pinned, not from
-     * the head of the server's list, where the record may have left a
-     * block it had not protected yet, or none of its own.  The pins go
-     * after, so that a death before then finds the chain again.
-     */
+    left = idx->mend_steps ? idx->mend_steps
+                           : NGX_HTTP_PREFIX_ROUTE_MEND_STEPS;
 
     i = sh->changing - 1;
     peer = (i < sh->npeers) ? sh->slots[i] : NULL;
-    h = (peer != NULL) ? ngx_http_prefix_route_index_pinned(idx, peer) : NULL;
-    hot = 0;
 
-    while (h != NULL) {
-        ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
-        ngx_http_prefix_route_link_head(idx, &peer->lru, &h->peer_lru);
+    for ( ;; ) {
 
-        hot |= h->hot;
-        ngx_http_prefix_route_index_segment(idx, h, hot);
+        switch (m->phase) {
 
-        h = ngx_http_prefix_route_ptr(idx, h->up);
+        /*
+         * A list that does not come back to its head loses its holders;
+         * it is emptied only once they are out of their entries' lists,
+         * so that a death before that finds it lost again.
+         */
+
+        case NGX_HTTP_PREFIX_ROUTE_MEND_WALK:
+
+            if (!ngx_http_prefix_route_index_walk(idx, &left)) {
+                goto slice;
+            }
+
+            ngx_memzero(idx->live, sh->nlive);
+            m->phase = NGX_HTTP_PREFIX_ROUTE_MEND_SIFT;
+            break;
+
+        /*
+         * Holders half made or torn (not of this entry, or their "up" not
+         * this server's holder of the parent block), or of a lost list,
+         * leave their entries' lists for sh->dropped, and then their
+         * kids, until none is left whose parent's holder went; pins and
+         * the counts taken again below are zeroed.  The first pass marks
+         * those whole in idx->live, and the mark stands for "in its
+         * entry's list" after.
+         */
+
+        case NGX_HTTP_PREFIX_ROUTE_MEND_SIFT:
+
+            if (!ngx_http_prefix_route_index_buckets(idx, &left,
+                                          ngx_http_prefix_route_index_sift))
+            {
+                goto slice;
+            }
+
+            if (++m->pass < 2 || m->nlost != m->k) {
+                m->k = m->nlost;
+                break;
+            }
+
+            for (i = 0; i < sh->npeers; i++) {
+                if (m->lost[i / 64] & ((uint64_t) 1 << (i % 64))) {
+                    ngx_http_prefix_route_link_init(idx,
+                                                    &sh->slots[i]->lru);
+                }
+            }
+
+            if (m->all) {
+                ngx_http_prefix_route_link_init(idx, &sh->hot);
+                ngx_http_prefix_route_link_init(idx, &sh->lru);
+            }
+
+            m->b = 0;
+            m->phase = NGX_HTTP_PREFIX_ROUTE_MEND_REBUILD;
+            break;
+
+        /* each list from its forward links: its own holders, in order */
+
+        case NGX_HTTP_PREFIX_ROUTE_MEND_REBUILD:
+
+            for ( /* void */ ; m->b < 2 + sh->npeers; m->b++) {
+
+                if (m->b >= 2 && sh->slots[m->b - 2] == NULL) {
+                    continue;
+                }
+
+                if (!ngx_http_prefix_route_index_rebuild(idx, &left)) {
+                    goto slice;
+                }
+            }
+
+            m->b = 0;
+            m->phase = NGX_HTTP_PREFIX_ROUTE_MEND_FREE;
+            break;
+
+        /* no list has the holders dropped: each leaves the chain, then goes */
+
+        case NGX_HTTP_PREFIX_ROUTE_MEND_FREE:
+
+            while (sh->dropped) {
+
+                if (left-- <= 0) {
+                    goto slice;
+                }
+
+                h = ngx_http_prefix_route_ptr(idx, sh->dropped);
+                sh->dropped = h->up;
+
+                ngx_http_prefix_route_order();
+
+                ngx_slab_free_locked(idx->shpool, h);
+
+                ngx_http_prefix_route_kill_point();
+            }
+
+            m->k = 0;
+            m->pass = 0;
+            m->phase = NGX_HTTP_PREFIX_ROUTE_MEND_RELINK;
+            break;
+
+        /*
+         * each holder no list kept linked again, then the marks of
+         * rebuild() zeroed (pass 1), then every count taken again
+         */
+
+        case NGX_HTTP_PREFIX_ROUTE_MEND_RELINK:
+
+            if (!ngx_http_prefix_route_index_buckets(idx, &left,
+                                          m->pass
+                                          ? ngx_http_prefix_route_index_unmark
+                                          : ngx_http_prefix_route_index_relink))
+            {
+                goto slice;
+            }
+
+            if (m->pass == 0 && m->k) {
+                m->k = 0;
+                break;
+            }
+
+            if (m->pass++ == 0) {
+                break;
+            }
+
+            ngx_http_prefix_route_index_uncount(idx);
+            m->phase = NGX_HTTP_PREFIX_ROUTE_MEND_RECOUNT;
+            break;
+
+        case NGX_HTTP_PREFIX_ROUTE_MEND_RECOUNT:
+
+            if (!ngx_http_prefix_route_index_buckets(idx, &left,
+                                        ngx_http_prefix_route_index_recount))
+            {
+                goto slice;
+            }
+
+            m->pass = 0;
+            m->off = 0;
+            m->phase = peer ? NGX_HTTP_PREFIX_ROUTE_MEND_PINNED
+                            : NGX_HTTP_PREFIX_ROUTE_MEND_UNPIN;
+            break;
+
+        /*
+         * The dead record's chain in order, its protected blocks a prefix:
+         * from its server's holder of the deepest block the record pinned,
+         * not from the head of the server's list, where the record may
+         * have left a block it had not protected yet, or none of its own.
+         * The pinned entry no pinned entry has as its parent is marked by
+         * bit 2 of "pinned" (pass 0), the first found kept (pass 1).  The
+         * pins go after, so that a death before then finds the chain
+         * again.
+         */
+
+        case NGX_HTTP_PREFIX_ROUTE_MEND_PINNED:
+
+            if (!ngx_http_prefix_route_index_buckets(idx, &left,
+                                          m->pass
+                                          ? ngx_http_prefix_route_index_leaf
+                                          : ngx_http_prefix_route_index_pin))
+            {
+                goto slice;
+            }
+
+            if (m->pass++ == 0) {
+                break;
+            }
+
+            h = NULL;
+
+            for (e = ngx_http_prefix_route_ptr(idx, m->off);
+                 e != NULL && h == NULL;
+                 e = ngx_http_prefix_route_ptr(idx, e->parent))
+            {
+                h = ngx_http_prefix_route_index_holder(idx, e, peer);
+            }
+
+            hot = 0;
+
+            while (h != NULL) {
+                ngx_http_prefix_route_link_remove(idx, &h->peer_lru);
+                ngx_http_prefix_route_link_head(idx, &peer->lru,
+                                                &h->peer_lru);
+
+                hot |= h->hot;
+                ngx_http_prefix_route_index_segment(idx, h, hot);
+
+                h = ngx_http_prefix_route_ptr(idx, h->up);
+            }
+
+            m->phase = NGX_HTTP_PREFIX_ROUTE_MEND_UNPIN;
+            break;
+
+        /* the pins go, and what nobody holds */
+
+        default: /* NGX_HTTP_PREFIX_ROUTE_MEND_UNPIN */
+
+            if (!ngx_http_prefix_route_index_buckets(idx, &left,
+                                          ngx_http_prefix_route_index_unpin))
+            {
+                goto slice;
+            }
+
+            ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                          "prefix_route: the index is mended (%ui blocks "
+                          "unpinned, %ui index pairs dropped, %ui slices)",
+                          m->n, m->nlost, m->slices);
+
+            /* a death before the mark goes finds no mend begun: anew */
+
+            ngx_memzero(m, sizeof(ngx_http_prefix_route_mend_t));
+
+            ngx_http_prefix_route_order();
+
+            sh->changing = 0;
+
+            return 1;
+        }
     }
 
-    /* the pins go, and what nobody holds; its bucket changes */
+slice:
 
-    for (b = 0; b < nb; b++) {
+    ngx_http_prefix_route_order();
+
+    m->slicing = 0;
+
+    return 0;
+}
+
+
+/*
+ * Calls "visit" on each entry of the buckets from sh->mend.b on while
+ * *left steps are left, a step a bucket and an entry ("visit" counts
+ * the holders it walks), and a bucket at a time: again from its first
+ * entry when "visit" returns 1.  Returns 1 once past the
+ * last bucket (sh->mend.b back to 0), else 0.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_buckets(ngx_http_prefix_route_index_t *idx,
+    ngx_int_t *left, ngx_http_prefix_route_visit_pt visit)
+{
+    ngx_uint_t                      nb;
+    ngx_http_prefix_route_sh_t     *sh;
+    ngx_http_prefix_route_entry_t  *e;
+
+    sh = idx->sh;
+    nb = (ngx_uint_t) 1 << (64 - sh->shift);
+
+    for ( /* void */ ; sh->mend.b < nb; sh->mend.b++) {
+
+        if (*left <= 0) {
+            return 0;
+        }
+
+        (*left)--;
 
     again:
 
-        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
+        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[sh->mend.b]);
              e != NULL;
              e = ngx_http_prefix_route_ptr(idx, e->next))
         {
-            n += e->pinned & 1;
-            e->pinned = 0;
+            (*left)--;
 
-            if (e->holders == 0 && e->children == 0) {
-                ngx_http_prefix_route_index_release(idx, e);
+            if (visit(idx, e, left)) {
                 goto again;
             }
         }
     }
 
-    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                  "prefix_route: a worker died while changing the index; "
-                  "it is mended (%ui blocks unpinned, %ui index pairs "
-                  "dropped)", n, nlost);
+    sh->mend.b = 0;
+
+    return 1;
 }
 
 
 /*
- * Of a dead record's chain, the entries still pinned, "peer"'s holder of
- * the deepest one it holds: the pinned entry no pinned entry has as its
- * parent (marked by bit 2 of "pinned", which the mend strips first), then
- * up to the first the peer holds.  NULL if none.
+ * Whether each of the zone's lists (sh->mend.b 0 and 1: protected, on
+ * probation) comes back to its head, and then each server's (b 2 + its
+ * slot): a list that does not is lost (sh->mend.all, sh->mend.lost[]).
+ * Returns 1 once all are walked, else 0 (no steps left).
  */
 
-static ngx_http_prefix_route_holder_t *
-ngx_http_prefix_route_index_pinned(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_peer_t *peer)
+static ngx_uint_t
+ngx_http_prefix_route_index_walk(ngx_http_prefix_route_index_t *idx,
+    ngx_int_t *left)
 {
-    ngx_uint_t                       b, nb;
-    ngx_http_prefix_route_sh_t      *sh;
-    ngx_http_prefix_route_entry_t   *e, *p, *leaf;
-    ngx_http_prefix_route_holder_t  *h;
+    ngx_uint_t                     s, ok;
+    ngx_http_prefix_route_sh_t    *sh;
+    ngx_http_prefix_route_mend_t  *m;
+    ngx_http_prefix_route_peer_t  *peer;
 
     sh = idx->sh;
-    nb = (ngx_uint_t) 1 << (64 - sh->shift);
-    leaf = NULL;
+    m = &sh->mend;
 
-    for (b = 0; b < nb; b++) {
-        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
-             e != NULL;
-             e = ngx_http_prefix_route_ptr(idx, e->next))
-        {
-            p = ngx_http_prefix_route_ptr(idx, e->parent);
+    for ( /* void */ ; m->b < 2 + sh->npeers; m->b++) {
+        s = m->b - 2;
+        peer = (m->b >= 2) ? sh->slots[s] : NULL;
 
-            if ((e->pinned & 1) && p != NULL && (p->pinned & 1)) {
-                p->pinned |= 2;
+        if (m->b >= 2 && (peer == NULL || m->all)) {
+            if (peer != NULL) {
+                m->lost[s / 64] |= (uint64_t) 1 << (s % 64);
+            }
+
+            continue;
+        }
+
+        ok = ngx_http_prefix_route_index_walkable(idx,
+                                 m->b == 0 ? &sh->hot
+                                 : m->b == 1 ? &sh->lru : &peer->lru,
+                                 left);
+
+        if (ok == NGX_HTTP_PREFIX_ROUTE_MEND_MORE) {
+            return 0;
+        }
+
+        if (!ok) {
+            if (m->b < 2) {
+                m->all = 1;
+
+            } else {
+                m->lost[s / 64] |= (uint64_t) 1 << (s % 64);
             }
         }
     }
 
-    for (b = 0; b < nb && leaf == NULL; b++) {
-        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
-             e != NULL;
-             e = ngx_http_prefix_route_ptr(idx, e->next))
-        {
-            if (e->pinned == 1) {
-                leaf = e;
-                break;
-            }
-        }
+    m->b = 0;
+
+    return 1;
+}
+
+
+/*
+ * Zeroes "pinned" but for bit 0, the counts taken again below, and
+ * sift()s the entry's holders; a step each.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_sift(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_entry_t *e, ngx_int_t *left)
+{
+    ngx_http_prefix_route_mend_t  *m;
+
+    m = &idx->sh->mend;
+
+    e->pinned &= 1;
+    e->children = 0;
+    e->nholders = 0;
+
+    m->nlost += ngx_http_prefix_route_index_drop(idx, e, left, m->pass == 0);
+
+    return 0;
+}
+
+
+/* bit 1 of "pinned": a pinned entry's parent pinned too */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_pin(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_entry_t *e, ngx_int_t *left)
+{
+    ngx_http_prefix_route_entry_t  *p;
+
+    p = ngx_http_prefix_route_ptr(idx, e->parent);
+
+    if ((e->pinned & 1) && p != NULL && (p->pinned & 1)) {
+        p->pinned |= 2;
     }
 
-    for (e = leaf; e != NULL; e = ngx_http_prefix_route_ptr(idx, e->parent)) {
-        h = ngx_http_prefix_route_index_holder(idx, e, peer);
+    return 0;
+}
 
-        if (h != NULL) {
-            return h;
-        }
+
+/* the first pinned entry found that no pinned entry has as its parent */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_leaf(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_entry_t *e, ngx_int_t *left)
+{
+    if (e->pinned == 1 && idx->sh->mend.off == 0) {
+        idx->sh->mend.off = ngx_http_prefix_route_off(idx, e);
     }
 
-    return NULL;
+    return 0;
+}
+
+
+/* the pin goes, and the entry if nobody holds it: its bucket changes */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_unpin(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_entry_t *e, ngx_int_t *left)
+{
+    idx->sh->mend.n += e->pinned & 1;
+    e->pinned = 0;
+
+    if (e->holders == 0 && e->children == 0) {
+        ngx_http_prefix_route_index_release(idx, e);
+        return 1;
+    }
+
+    return 0;
 }
 
 
 /*
  * Takes out of entry "e"'s list the holders that are not whole (see
- * above) or are in a "lost" server's list, onto sh->dropped (linked by
- * "up"), and zeroes the kids of the others; returns how many went.  The
- * first pass ("mark") marks those it keeps in idx->live; the next ones
- * also take out those whose "up" is not marked, of this server and the
- * parent block, and unmark what they take out: a mark, not a walk of the
- * parent's list, so that a block every server holds costs servers steps,
- * not their square.
+ * repair()) or are in a "lost" server's list, onto sh->dropped (linked
+ * by "up"), and zeroes the kids of the others; returns how many went, a
+ * step each holder.  The first pass ("mark") marks those it keeps in
+ * idx->live; the next ones also take out those whose "up" is not marked,
+ * of this server and the parent block, and unmark what they take out: a
+ * mark, not a walk of the parent's list, so that a block every server
+ * holds costs servers steps, not their square.
  */
 
 static ngx_uint_t
-ngx_http_prefix_route_index_sift(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_entry_t *e, uint64_t *lost, ngx_uint_t mark)
+ngx_http_prefix_route_index_drop(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_entry_t *e, ngx_int_t *left, ngx_uint_t mark)
 {
     uint32_t                        *hp, off;
+    uint64_t                        *lost;
     ngx_uint_t                       n;
     ngx_http_prefix_route_sh_t      *sh;
     ngx_http_prefix_route_holder_t  *h, *up;
 
     sh = idx->sh;
+    lost = sh->mend.lost;
     hp = &e->holders;
     n = 0;
 
     while (*hp) {
+        (*left)--;
+
         off = *hp;
         h = ngx_http_prefix_route_ptr(idx, off);
 
@@ -1026,63 +1336,105 @@ ngx_http_prefix_route_index_sift(ngx_http_prefix_route_index_t *idx,
 
 /*
  * Whether the list at "head" comes back to it by its forward links
- * within as many steps as the zone has room for holders.
+ * within as many steps as the zone has room for holders: 1 or 0, or
+ * NGX_HTTP_PREFIX_ROUTE_MEND_MORE when *left runs out first (the place,
+ * sh->mend.off and .steps, kept for the next call).
  */
 
 static ngx_uint_t
 ngx_http_prefix_route_index_walkable(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_link_t *head)
+    ngx_http_prefix_route_link_t *head, ngx_int_t *left)
 {
-    uint32_t    off, end;
-    ngx_uint_t  n, max;
+    uint32_t                       end;
+    ngx_uint_t                     max;
+    ngx_http_prefix_route_mend_t  *m;
 
+    m = &idx->sh->mend;
     max = (idx->shpool->end - (u_char *) idx->shpool)
           / sizeof(ngx_http_prefix_route_holder_t);
     end = ngx_http_prefix_route_off(idx, head);
 
-    for (off = head->next, n = 0; off != end; n++) {
+    if (m->off == 0) {
+        m->off = head->next;
+        m->steps = 0;
+    }
 
-        if (n == max || !ngx_http_prefix_route_index_inside(idx, off)) {
+    while (m->off != end) {
+
+        if (m->steps == max
+            || !ngx_http_prefix_route_index_inside(idx, m->off))
+        {
+            m->off = 0;
             return 0;
         }
 
-        off = ((ngx_http_prefix_route_link_t *)
-                   ngx_http_prefix_route_ptr(idx, off))->next;
+        if ((*left)-- <= 0) {
+            return NGX_HTTP_PREFIX_ROUTE_MEND_MORE;
+        }
+
+        m->off = ((ngx_http_prefix_route_link_t *)
+                      ngx_http_prefix_route_ptr(idx, m->off))->next;
+        m->steps++;
     }
+
+    m->off = 0;
 
     return 1;
 }
 
 
 /*
- * The list at "head", walkable, linked again both ways from its forward
- * links with the holders that are in their entries' lists (marked in
- * idx->live) and are its own: of slot "which" if a peer's list ("zone"
- * 0), else protected or not as "which" says.  Those kept are marked in
- * their kids field, zeroed by sift(): 1 in a peer's list, 2 in the
- * zone's.
+ * The list sh->mend.b (0: the zone's protected holders, 1: those on
+ * probation, 2 + a slot: that server's), walkable, linked again both ways
+ * from its forward links with the holders that are in their entries'
+ * lists (marked in idx->live) and are its own.  Those kept are marked in
+ * their kids field, zeroed by drop(): 1 in a server's list, 2 in the
+ * zone's.  Returns 1 once at its end, else 0 (no steps left; the place,
+ * sh->mend.off and .last, kept for the next call).
  */
 
-static void
+static ngx_uint_t
 ngx_http_prefix_route_index_rebuild(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_link_t *head, ngx_uint_t zone, ngx_uint_t which)
+    ngx_int_t *left)
 {
     uint32_t                         off, end;
-    ngx_uint_t                       mark;
-    ngx_http_prefix_route_link_t    *l, *last;
+    ngx_uint_t                       zone, which, mark;
+    ngx_http_prefix_route_sh_t      *sh;
+    ngx_http_prefix_route_mend_t    *m;
+    ngx_http_prefix_route_link_t    *head, *l, *last;
     ngx_http_prefix_route_holder_t  *h;
 
-    end = ngx_http_prefix_route_off(idx, head);
-    last = head;
+    sh = idx->sh;
+    m = &sh->mend;
+    zone = (m->b < 2);
+    which = zone ? (m->b == 0) : m->b - 2;
+    head = (m->b == 0) ? &sh->hot
+           : (m->b == 1) ? &sh->lru : &sh->slots[m->b - 2]->lru;
     mark = zone ? 2 : 1;
 
-    for (off = head->next; off != end; off = l->next) {
+    end = ngx_http_prefix_route_off(idx, head);
+
+    if (m->off == 0) {
+        m->off = head->next;
+        m->last = end;
+    }
+
+    last = ngx_http_prefix_route_ptr(idx, m->last);
+
+    for (off = m->off; off != end; off = l->next) {
+
+        if ((*left)-- <= 0) {
+            m->off = off;
+            m->last = ngx_http_prefix_route_off(idx, last);
+            return 0;
+        }
+
         l = ngx_http_prefix_route_ptr(idx, off);
         h = zone ? ngx_http_prefix_route_zone_holder(l)
                  : (ngx_http_prefix_route_holder_t *) l;
 
         /*
-         * a link of a holder in its entry's list (marked by sift()), or
+         * a link of a holder in its entry's list (marked by drop()), or
          * of a holder gone, or the head of another list
          */
 
@@ -1106,101 +1458,100 @@ ngx_http_prefix_route_index_rebuild(ngx_http_prefix_route_index_t *idx,
 
     last->next = end;
     head->prev = ngx_http_prefix_route_off(idx, last);
+
+    m->off = 0;
+
+    return 1;
 }
 
 
 /*
- * Links again each holder that no list kept, a parent before its kids:
- * right after the holder of its parent block if that is in the same list
- * (a parent stays the more recently used), else first; then zeroes the
- * marks of rebuild().
+ * Links again each holder of the entry that no list kept, a parent
+ * before its kids: right after the holder of its parent block if that is
+ * in the same list (a parent stays the more recently used), else first;
+ * sh->mend.k counts them, and the buckets are walked again until none is
+ * left.
  */
 
-static void
-ngx_http_prefix_route_index_relink(ngx_http_prefix_route_index_t *idx)
+static ngx_uint_t
+ngx_http_prefix_route_index_relink(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_entry_t *e, ngx_int_t *left)
 {
-    ngx_uint_t                       b, k, s, nb, same;
+    ngx_uint_t                       s, same;
     ngx_http_prefix_route_sh_t      *sh;
-    ngx_http_prefix_route_entry_t   *e;
     ngx_http_prefix_route_holder_t  *h, *up;
 
     sh = idx->sh;
-    nb = (ngx_uint_t) 1 << (64 - sh->shift);
 
-    do {
-        k = 0;
+    for (h = ngx_http_prefix_route_ptr(idx, e->holders);
+         h != NULL;
+         h = ngx_http_prefix_route_ptr(idx, h->next))
+    {
+        (*left)--;
 
-        for (b = 0; b < nb; b++) {
-            for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
-                 e != NULL;
-                 e = ngx_http_prefix_route_ptr(idx, e->next))
-            {
-                for (h = ngx_http_prefix_route_ptr(idx, e->holders);
-                     h != NULL;
-                     h = ngx_http_prefix_route_ptr(idx, h->next))
-                {
-                    for (s = 1; s <= 2; s++) {
-                        if (h->kids & s) {
-                            continue;
-                        }
+        for (s = 1; s <= 2; s++) {
+            if (h->kids & s) {
+                continue;
+            }
 
-                        up = ngx_http_prefix_route_ptr(idx, h->up);
-                        same = (up != NULL && (s == 1 || up->hot == h->hot));
+            up = ngx_http_prefix_route_ptr(idx, h->up);
+            same = (up != NULL && (s == 1 || up->hot == h->hot));
 
-                        if (same && !(up->kids & s)) {
-                            continue;
-                        }
+            if (same && !(up->kids & s)) {
+                continue;
+            }
 
-                        if (s == 1) {
-                            ngx_http_prefix_route_link_head(idx,
+            if (s == 1) {
+                ngx_http_prefix_route_link_head(idx,
                                    same ? &up->peer_lru
                                         : &sh->slots[h->slot]->lru,
                                    &h->peer_lru);
 
-                        } else {
-                            ngx_http_prefix_route_link_head(idx,
+            } else {
+                ngx_http_prefix_route_link_head(idx,
                                    same ? &up->zone_lru
                                         : (h->hot ? &sh->hot : &sh->lru),
                                    &h->zone_lru);
-                        }
-
-                        h->kids |= s;
-                        k++;
-                    }
-                }
             }
-        }
 
-    } while (k);
-
-    for (b = 0; b < nb; b++) {
-        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
-             e != NULL;
-             e = ngx_http_prefix_route_ptr(idx, e->next))
-        {
-            for (h = ngx_http_prefix_route_ptr(idx, e->holders);
-                 h != NULL;
-                 h = ngx_http_prefix_route_ptr(idx, h->next))
-            {
-                h->kids = 0;
-            }
+            h->kids |= s;
+            sh->mend.k++;
         }
     }
+
+    return 0;
 }
 
 
-/* every count of the index again, one for each link */
+/* the marks of rebuild() and relink() zeroed */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_unmark(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_entry_t *e, ngx_int_t *left)
+{
+    ngx_http_prefix_route_holder_t  *h;
+
+    for (h = ngx_http_prefix_route_ptr(idx, e->holders);
+         h != NULL;
+         h = ngx_http_prefix_route_ptr(idx, h->next))
+    {
+        (*left)--;
+        h->kids = 0;
+    }
+
+    return 0;
+}
+
+
+/* the zone's counts zeroed, to be taken again from the links */
 
 static void
-ngx_http_prefix_route_index_recount(ngx_http_prefix_route_index_t *idx)
+ngx_http_prefix_route_index_uncount(ngx_http_prefix_route_index_t *idx)
 {
-    ngx_uint_t                       b, i, nb;
-    ngx_http_prefix_route_sh_t      *sh;
-    ngx_http_prefix_route_entry_t   *e, *p;
-    ngx_http_prefix_route_holder_t  *h, *up;
+    ngx_uint_t                   i;
+    ngx_http_prefix_route_sh_t  *sh;
 
     sh = idx->sh;
-    nb = (ngx_uint_t) 1 << (64 - sh->shift);
 
     sh->entries = 0;
     sh->holders = 0;
@@ -1216,39 +1567,50 @@ ngx_http_prefix_route_index_recount(ngx_http_prefix_route_index_t *idx)
             sh->slots[i]->blocks = 0;
         }
     }
+}
 
-    for (b = 0; b < nb; b++) {
-        for (e = ngx_http_prefix_route_ptr(idx, sh->buckets[b]);
-             e != NULL;
-             e = ngx_http_prefix_route_ptr(idx, e->next))
-        {
-            sh->entries++;
-            sh->tenants[e->tenant].entries++;
 
-            p = ngx_http_prefix_route_ptr(idx, e->parent);
+/* the entry's counts, and its share of the others', one for each link */
 
-            if (p != NULL) {
-                p->children++;
-            }
+static ngx_uint_t
+ngx_http_prefix_route_index_recount(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_entry_t *e, ngx_int_t *left)
+{
+    ngx_http_prefix_route_sh_t      *sh;
+    ngx_http_prefix_route_entry_t   *p;
+    ngx_http_prefix_route_holder_t  *h, *up;
 
-            for (h = ngx_http_prefix_route_ptr(idx, e->holders);
-                 h != NULL;
-                 h = ngx_http_prefix_route_ptr(idx, h->next))
-            {
-                e->nholders++;
-                sh->holders++;
-                sh->hot_holders += h->hot;
-                sh->tenants[e->tenant].hot += h->hot;
-                sh->slots[h->slot]->blocks++;
+    sh = idx->sh;
 
-                up = ngx_http_prefix_route_ptr(idx, h->up);
+    sh->entries++;
+    sh->tenants[e->tenant].entries++;
 
-                if (up != NULL) {
-                    up->kids++;
-                }
-            }
+    p = ngx_http_prefix_route_ptr(idx, e->parent);
+
+    if (p != NULL) {
+        p->children++;
+    }
+
+    for (h = ngx_http_prefix_route_ptr(idx, e->holders);
+         h != NULL;
+         h = ngx_http_prefix_route_ptr(idx, h->next))
+    {
+        (*left)--;
+
+        e->nholders++;
+        sh->holders++;
+        sh->hot_holders += h->hot;
+        sh->tenants[e->tenant].hot += h->hot;
+        sh->slots[h->slot]->blocks++;
+
+        up = ngx_http_prefix_route_ptr(idx, h->up);
+
+        if (up != NULL) {
+            up->kids++;
         }
     }
+
+    return 0;
 }
 
 
@@ -1315,6 +1677,10 @@ ngx_http_prefix_route_index_stamp(ngx_http_prefix_route_index_t *idx,
 {
     ngx_http_prefix_route_entry_t  *e;
 
+    if (!ngx_http_prefix_route_index_ready(idx)) {
+        return 0;
+    }
+
     e = ngx_http_prefix_route_index_lookup(idx, hash);
 
     if (e == NULL) {
@@ -1334,7 +1700,11 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
 {
     ngx_uint_t  n;
 
-    ngx_http_prefix_route_index_begin(idx, NGX_HTTP_PREFIX_ROUTE_NO_CHAIN);
+    if (!ngx_http_prefix_route_index_begin(idx,
+                                           NGX_HTTP_PREFIX_ROUTE_NO_CHAIN))
+    {
+        return 0;
+    }
 
     n = ngx_http_prefix_route_index_cut(idx, peer, capacity, before);
     ngx_http_prefix_route_index_end(idx);
@@ -1391,7 +1761,11 @@ ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_entry_t   *e;
     ngx_http_prefix_route_holder_t  *h, *up;
 
-    ngx_http_prefix_route_index_begin(idx, NGX_HTTP_PREFIX_ROUTE_NO_CHAIN);
+    if (!ngx_http_prefix_route_index_begin(idx,
+                                           NGX_HTTP_PREFIX_ROUTE_NO_CHAIN))
+    {
+        return;
+    }
 
     h = NULL;
 
@@ -1458,10 +1832,11 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         "a list's links back differ from its links forward"
     };
 
-    /* a change a killed worker left is mended first, as the next would */
+    /* a change a killed worker left is mended first, all of it */
 
-    ngx_http_prefix_route_index_begin(idx, NGX_HTTP_PREFIX_ROUTE_NO_CHAIN);
-    ngx_http_prefix_route_index_end(idx);
+    while (!ngx_http_prefix_route_index_ready(idx)) {
+        /* void */
+    }
 
     sh = idx->sh;
     bad = 0;

@@ -211,6 +211,33 @@ typedef struct {
 } ngx_http_prefix_route_ratio_t;
 
 
+/* peers a zone can number */
+#define NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS    ((1 << 12) - 1)
+
+/*
+ * Where a mend of the index stands, between the slices it is done in
+ * (ngx_http_prefix_route_index_ready()); all zero when none is under way.
+ */
+typedef struct {
+    ngx_uint_t                       phase;     /* 0: none begun */
+    ngx_uint_t                       slicing;   /* a slice under way: found
+                                                   set, its worker died */
+    ngx_uint_t                       slices;    /* taken so far */
+    ngx_uint_t                       all;       /* the zone's lists lost */
+    ngx_uint_t                       pass;
+    ngx_uint_t                       b;         /* bucket, or list, next */
+    uint32_t                         off;       /* link next, 0: the
+                                                   list's first */
+    uint32_t                         last;      /* link last kept */
+    ngx_uint_t                       steps;     /* in the list walked */
+    ngx_uint_t                       k;
+    ngx_uint_t                       nlost;     /* index pairs dropped */
+    ngx_uint_t                       n;         /* blocks unpinned */
+    uint64_t                         lost[(NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS
+                                           + 64) / 64]; /* lists, by slot */
+} ngx_http_prefix_route_mend_t;
+
+
 typedef struct {
     ngx_http_prefix_route_link_t     lru;       /* holders on probation,
                                                    newest first */
@@ -245,6 +272,7 @@ typedef struct {
     uint32_t                         dropped;   /* holders the mend took
                                                    out, to be freed: by
                                                    "up", from the last */
+    ngx_http_prefix_route_mend_t     mend;
 
     uint64_t                        *live;      /* the mend's marks: a
                                                    bit a 32-byte chunk */
@@ -299,6 +327,9 @@ typedef struct {
                                                    0: no limit */
     ngx_http_prefix_route_entry_t  **chain;     /* scratch, max blocks */
     uint64_t                        *live;      /* sh->live */
+    ngx_int_t                        mend_steps; /* a slice of a mend
+                                                   takes at most, about;
+                                                   0: the default */
 } ngx_http_prefix_route_index_t;
 
 
@@ -342,6 +373,19 @@ ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
     ngx_http_prefix_route_index_t *idx, ngx_str_t *name);
 
 /*
+ * Whether the index may be used.  A change of the index that another
+ * process left under way (it died holding the zone mutex) is mended in
+ * slices of at most idx->mend_steps steps (buckets, entries and holders
+ * visited, list links walked: NGX_HTTP_PREFIX_ROUTE_MEND_STEPS if 0),
+ * one a call, whichever process makes it; until the last, the functions
+ * below find nothing in the index and record nothing in it, so requests
+ * are routed by load alone.  The caller holds the zone mutex.  Returns 1
+ * when no mend is left, else 0.
+ */
+ngx_uint_t ngx_http_prefix_route_index_ready(
+    ngx_http_prefix_route_index_t *idx);
+
+/*
  * Longest-prefix lookup of a chain of n block hashes for the peers whose
  * slots "pos" maps to a position (pos[slot] < npeers; "npos" slots are
  * mapped, others are not candidates).  Sets match[i], in blocks, to the
@@ -349,7 +393,8 @@ ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
  * lookup a block plus a walk of the matched blocks that visits holders
  * only where their number changes, at most "budget" of them:
  * peers not met by then keep 0 (counted in sh->capped).  Returns the
- * number of blocks of the longest indexed prefix.
+ * number of blocks of the longest indexed prefix; 0, and no match, while
+ * a mend is under way.
  */
 ngx_uint_t ngx_http_prefix_route_index_match(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
@@ -372,9 +417,10 @@ ngx_uint_t ngx_http_prefix_route_index_match(
  * zone is full it drops the zone's least recently used holders, on
  * probation first, never this server's holders of this prompt; if that
  * is not enough the prefix is recorded only in part.  A record another
- * worker left under way (it died holding the mutex) is mended first, and
- * logged at warn.  Never fails.  Returns the number of blocks recorded,
- * from the first.
+ * worker left under way (it died holding the mutex) is mended first, a
+ * slice a call (ngx_http_prefix_route_index_ready()): until the mend
+ * ends, nothing is recorded and *held is 0.  Never fails.  Returns the
+ * number of blocks recorded, from the first.
  */
 ngx_uint_t ngx_http_prefix_route_index_record(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
@@ -392,7 +438,7 @@ ngx_uint_t ngx_http_prefix_route_index_tenants(
 /*
  * The time, in ms ("stamp" of the last record()), when the prefix ending
  * at the block "hash" was last recorded for any peer.  Returns 1, or 0
- * when the index does not hold that block.
+ * when the index does not hold that block or a mend is under way.
  */
 ngx_uint_t ngx_http_prefix_route_index_stamp(
     ngx_http_prefix_route_index_t *idx, uint64_t hash, uint32_t *stamp);
@@ -403,7 +449,8 @@ ngx_uint_t ngx_http_prefix_route_index_stamp(
  * recently used holder was last recorded before *before (ms, a signed
  * difference of 32-bit stamps: a block not recorded for 24.8 days looks
  * recent; NULL: no such limit); with neither limit, all of them (a
- * restarted engine's).  Returns the number dropped.
+ * restarted engine's).  Returns the number dropped: 0 while a mend is
+ * under way.
  */
 ngx_uint_t ngx_http_prefix_route_index_trim(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
@@ -414,7 +461,8 @@ ngx_uint_t ngx_http_prefix_route_index_trim(
  * of blocks from .. to - 1 of a chain when the request failed to reach
  * it, the deepest first; "stamp" is the record's (ms).  A block the peer
  * holds as part of a longer prefix recorded since, or recorded again
- * since (stamped later: another request sent it), is kept.
+ * since (stamped later: another request sent it), is kept; nothing is
+ * while a mend is under way.
  */
 void ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t from, ngx_uint_t to,
@@ -427,8 +475,8 @@ void ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
  * each tenant's entries and protected holders, and that a parent is more
  * recently used than its child.  O(n log n) in the holders, which it
  * sorts; for tests and the status endpoint's "check" argument, after
- * mending what a worker killed inside a change left, as the next change
- * would (the mutex held, as for the others).  Logs each kind of
+ * mending what a worker killed inside a change left, all the slices left
+ * at once (the mutex held, as for the others).  Logs each kind of
  * inconsistency found once, at alert level, and returns the number found
  * (0: consistent), or NGX_ERROR when "pool" has no memory for the walk.
  */

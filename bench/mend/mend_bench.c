@@ -7,19 +7,22 @@
 /*
  * How long the zone mutex is held to mend the index after a worker died
  * inside a change (ngx_http_prefix_route_index_repair(), which the next
- * change runs first): the index on nginx's own slab allocator in a zone
- * mapped as nginx maps one (t/unit/lib/test_zone.c), filled until it
- * evicts with 16 KiB prompts (256 blocks of 64 bytes, the default) that
- * share a 2 KiB system prompt; then, for several kill points, a forked
- * process records a new prompt and dies at that point, and the parent
- * times its next record (the mend and a record) against the median of
- * records after no death; the index is checked after each mend
- * (index_check(), its errors counted).  Prints a Markdown table, one
- * line a zone size, number of servers and fill: "spread", each prompt
- * sent to one server in turn; "everywhere", each to every server (an
- * entry per block with a holder per server: until the mend marked the
- * holders it found, it checked each holder against its parent's list,
- * O(servers^2) an entry).
+ * lookup or change runs first, a slice at a time): the index on nginx's
+ * own slab allocator in a zone mapped as nginx maps one
+ * (t/unit/lib/test_zone.c), filled until it evicts with 16 KiB prompts
+ * (256 blocks of 64 bytes, the default) that share a 2 KiB system
+ * prompt; then, for several kill points, a forked process records a new
+ * prompt and dies at that point, twice: after the first death the mend
+ * is timed in one slice, after the second in slices of the module's
+ * default steps (NGX_HTTP_PREFIX_ROUTE_MEND_STEPS), each slice timed;
+ * the index is checked after each mend (index_check(), its errors
+ * counted).  Prints a Markdown table, one line a zone size, number of
+ * servers and fill: "spread", each prompt sent to one server in turn;
+ * "everywhere", each to every server (an entry per block with a holder
+ * per server: until the mend marked the holders it found, it checked each
+ * holder against its parent's list, O(servers^2) an entry).  Times are
+ * medians over the kill points but "slice ms, max", the longest slice of
+ * all.
  *
  * Usage: mend_bench [zone MiB]...   (default: 1 16 64)
  */
@@ -38,6 +41,7 @@
 #define BENCH_BLOCKS    256     /* a prompt, 16 KiB of 64-byte blocks */
 #define BENCH_SYSTEM    32      /* of which shared by all, 2 KiB */
 #define BENCH_RECORDS   21      /* timed after no death: the median */
+#define BENCH_KILLS     6       /* kill points, each twice */
 
 
 static void bench_fill(ngx_uint_t everywhere);
@@ -54,15 +58,17 @@ int
 main(int argc, char **argv)
 {
     int           status;
-    double        t, base, mend[8], rec[BENCH_RECORDS];
+    double        t, sum, longest, rec[BENCH_RECORDS];
+    double        whole[BENCH_KILLS], sliced[BENCH_KILLS], slices[BENCH_KILLS];
     size_t        mib[8];
     ngx_int_t     bad;
-    ngx_uint_t    i, j, s, f, nmib, nmend;
+    ngx_uint_t    i, j, n, s, f, nmib, nmend, done;
     ngx_pid_t     pid;
     ngx_pool_t   *pool;
 
     static const ngx_uint_t  servers[] = { 4, 64 };
-    static const ngx_uint_t  kills[] = { 1, 5, 40, 300, 1000, 3000 };
+    static const ngx_uint_t  kills[BENCH_KILLS] = { 1, 5, 40, 300, 1000,
+                                                    3000 };
     static const char       *fill[] = { "spread", "everywhere" };
 
     test_zone_process(NGX_LOG_ERR);
@@ -80,11 +86,11 @@ main(int argc, char **argv)
         nmib = 3;
     }
 
-    printf("| zone | servers | fill | entries | holders | record ms, "
-           "median | deaths | mend ms, median | mend ms, max | "
-           "check errors |\n");
+    printf("| zone | servers | fill | entries | holders | record ms | "
+           "deaths | mend ms, one slice | slices | slice ms, max | "
+           "mend ms, slices | check errors |\n");
     printf("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: "
-           "| ---: |\n");
+           "| ---: | ---: | ---: |\n");
 
     for (i = 0; i < nmib; i++) {
         for (s = 0; s < sizeof(servers) / sizeof(servers[0]); s++) {
@@ -99,16 +105,16 @@ main(int argc, char **argv)
                 }
 
                 qsort(rec, BENCH_RECORDS, sizeof(double), bench_cmp);
-                base = rec[BENCH_RECORDS / 2];
 
                 nmend = 0;
                 bad = 0;
+                longest = 0;
 
-                for (j = 0; j < sizeof(kills) / sizeof(kills[0]); j++) {
+                for (j = 0; j < 2 * BENCH_KILLS; j++) {
                     pid = fork();
 
                     if (pid == 0) {
-                        test_kill = kills[j];
+                        test_kill = kills[j / 2];
                         (void) bench_record(++bench_tag, 0);
                         _exit(1);
                     }
@@ -121,9 +127,36 @@ main(int argc, char **argv)
                         continue;   /* the record had fewer writes */
                     }
 
-                    t = bench_ms();
+                    /* the mend in one slice, then in the default's */
+
+                    idx.mend_steps = (j % 2) ? 0 : NGX_MAX_INT_T_VALUE;
+                    n = 0;
+                    sum = 0;
+
+                    do {
+                        n++;
+                        t = bench_ms();
+                        done = ngx_http_prefix_route_index_ready(&idx);
+                        t = bench_ms() - t;
+                        sum += t;
+
+                        if ((j % 2) && t > longest) {
+                            longest = t;
+                        }
+
+                    } while (!done);
+
+                    idx.mend_steps = NGX_MAX_INT_T_VALUE;
+
+                    if (j % 2) {
+                        sliced[nmend] = sum;
+                        slices[nmend++] = (double) n;
+
+                    } else {
+                        whole[nmend] = sum;
+                    }
+
                     (void) bench_record(++bench_tag, 1);
-                    mend[nmend++] = bench_ms() - t - base;
 
                     pool = ngx_create_pool(16384, &test_log);
                     if (pool == NULL) {
@@ -140,14 +173,17 @@ main(int argc, char **argv)
                     return 1;
                 }
 
-                qsort(mend, nmend, sizeof(double), bench_cmp);
+                qsort(whole, nmend, sizeof(double), bench_cmp);
+                qsort(sliced, nmend, sizeof(double), bench_cmp);
+                qsort(slices, nmend, sizeof(double), bench_cmp);
 
                 printf("| %u MiB | %u | %s | %u | %u | %.3f | %u | %.2f "
-                       "| %.2f | %d |\n",
+                       "| %.0f | %.2f | %.2f | %d |\n",
                        (unsigned) mib[i], (unsigned) npeers, fill[f],
                        (unsigned) idx.sh->entries, (unsigned) idx.sh->holders,
-                       base, (unsigned) nmend, mend[nmend / 2],
-                       mend[nmend - 1], (int) bad);
+                       rec[BENCH_RECORDS / 2], (unsigned) (2 * nmend),
+                       whole[nmend / 2], slices[nmend / 2], longest,
+                       sliced[nmend / 2], (int) bad);
                 fflush(stdout);
             }
         }

@@ -54,12 +54,15 @@ static ngx_uint_t test_killed_before(ngx_uint_t c, ngx_uint_t k);
 static void test_killed_change(ngx_uint_t change);
 static ngx_uint_t test_killed_mended(void);
 static void test_killed_pinned(void);
+static void test_sliced(void);
+static ngx_uint_t test_sliced_mend(ngx_int_t steps);
 
 
 static uint32_t                        test_clock;  /* ms, a record each */
 static uint64_t                        test_tenant; /* of test_record() */
 static ngx_uint_t                      test_killed_used; /* entries and
                                                    holders of the fill */
+static ngx_str_t                       test_added = ngx_string("added");
 
 
 int
@@ -79,6 +82,7 @@ main(void)
     test_load();
     test_killed();
     test_killed_pinned();
+    test_sliced();
 
     return test_done();
 }
@@ -1105,7 +1109,7 @@ test_killed_loop(void)
     b->next = peers[1]->lru.next;
     idx.sh->changing = (ngx_uint_t) -1;
 
-    test_ok(test_match(39, 12, 1) == 12 && test_match(40, 12, 0) == 12,
+    test_ok(peers[1]->blocks >= 12 && peers[0]->blocks >= 12,
             "killed: a peer's list cut into a loop, its prompts held");
     test_ok(ngx_http_prefix_route_index_trim(&idx, peers[0], 1 << 20, NULL)
             == 0 && peers[1]->blocks == 0 && test_match(39, 12, 1) == 0
@@ -1480,4 +1484,237 @@ test_killed_pinned(void)
                     && points > 8 && bad == 0 && leak == 0, name);
         }
     }
+}
+
+
+/*
+ * The mend in slices (ngx_http_prefix_route_index_ready()): from each
+ * state a kill of test_killed() leaves, a mend in slices of a few steps
+ * leaves the zone byte for byte as one in a single slice; until its last
+ * slice the index is bypassed; a death inside a slice starts it again.
+ */
+
+static void
+test_sliced(void)
+{
+    int           status;
+    char          name[200];
+    u_char       *before, *whole;
+    size_t        size;
+    ngx_int_t     steps;
+    uint64_t      hash[TEST_MAX_BLOCKS];
+    ngx_uint_t    c, k, n, states, differ, few, bad, slices, held;
+    ngx_pid_t     pid;
+
+    size = 64 * 1024;
+    before = malloc(size);
+    whole = malloc(size);
+
+    if (before == NULL || whole == NULL) {
+        exit(1);
+    }
+
+    states = 0;
+    differ = 0;
+    few = 0;
+
+    /*
+     * changes 0-5 and 9 killed at each point; 6: records killed at 40
+     * points; 7, 8: lists in a loop
+     */
+
+    for (c = 0; c < 10; c++) {
+
+        for (k = 1; /* void */ ; k++) {
+            test_killed_fill();
+            (void) test_killed_before(c, k);
+
+            if (c == 6 || c == 7 || c == 8) {
+                if (k > (c == 6 ? 40 : 1)) {
+                    break;
+                }
+
+            } else {
+                pid = fork();
+
+                if (pid == 0) {
+                    test_kill = k;
+                    test_killed_change(c);
+                    _exit(1);
+                }
+
+                (void) waitpid(pid, &status, 0);
+
+                if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                    break;
+                }
+            }
+
+            states++;
+            ngx_memcpy(before, zone, size);
+
+            (void) test_sliced_mend(NGX_MAX_INT_T_VALUE);
+            ngx_memcpy(whole, zone, size);
+
+            ngx_memcpy(zone, before, size);
+            steps = 1 + (k % 5) * 7;
+            slices = test_sliced_mend(steps);
+
+            differ += (ngx_memcmp(whole, zone, size) != 0);
+            few += (slices < 20);
+        }
+    }
+
+    (void) snprintf(name, sizeof(name), "sliced: from %u states a kill "
+                    "left, a mend in slices of 1-29 steps leaves the zone "
+                    "as one slice does (%u differ, %u in under 20 slices)",
+                    (unsigned) states, (unsigned) differ, (unsigned) few);
+    test_ok(states > 1000 && differ == 0 && few == 0, name);
+
+    /*
+     * until the last slice nothing is found, recorded or trimmed: each
+     * call takes one slice, the last taken by ready()
+     */
+
+    test_killed_fill();
+    test_ok(test_match(39, 12, 1) == 12 && test_match(40, 12, 0) == 12,
+            "sliced: set up, the prompts are held");
+
+    idx.sh->changing = (ngx_uint_t) -1;
+    n = idx.sh->holders;
+
+    ngx_memcpy(before, zone, size);
+    slices = test_sliced_mend(8);
+    ngx_memcpy(zone, before, size);
+
+    idx.mend_steps = 8;
+    bad = 0;
+
+    for (k = 0; k + 1 < slices; k++) {
+        held = 5;
+
+        switch (k % 4) {
+
+        case 0:
+            bad += (test_match(39, 12, 1) != 0);
+            break;
+
+        case 1:
+            test_chain(hash, 39, 12);
+            bad += (ngx_http_prefix_route_index_record(&idx, hash, 12, &held,
+                                                       peers[0], 0, 0, 1)
+                    != 0 || held != 0);
+            break;
+
+        case 2:
+            bad += (ngx_http_prefix_route_index_trim(&idx, peers[1], 1, NULL)
+                    != 0);
+            break;
+
+        default:
+            test_chain(hash, 39, 12);
+            ngx_http_prefix_route_index_forget(&idx, hash, 0, 12, peers[1],
+                                               1 << 30);
+        }
+    }
+
+    bad += (idx.sh->changing == 0 || !ngx_http_prefix_route_index_ready(&idx)
+            || idx.sh->changing != 0);
+
+    (void) snprintf(name, sizeof(name), "sliced: for %u slices of 8 steps "
+                    "nothing is found, recorded, trimmed or forgotten (%u "
+                    "were)",
+                    (unsigned) slices, (unsigned) bad);
+    test_ok(slices > 100 && bad == 0, name);
+
+    idx.mend_steps = NGX_MAX_INT_T_VALUE;
+
+    test_ok(idx.sh->holders == n && test_match(39, 12, 1) == 12
+            && test_match(40, 12, 0) == 12 && test_check() == 0,
+            "sliced: then the index is whole, the prompts held");
+
+    free(before);
+    free(whole);
+
+    /*
+     * a server added on reload while a mend is under way: the mend is
+     * done first, as the new server's record may evict
+     */
+
+    test_killed_fill();
+    idx.sh->changing = (ngx_uint_t) -1;
+    idx.mend_steps = 8;
+
+    test_ok(!ngx_http_prefix_route_index_ready(&idx),
+            "sliced: a mend under way");
+
+    peers[2] = ngx_http_prefix_route_index_peer(&idx, &test_added);
+
+    idx.mend_steps = NGX_MAX_INT_T_VALUE;
+
+    test_ok(peers[2] != NULL && idx.sh->npeers == 3
+            && idx.sh->changing == 0 && test_check() == 0,
+            "sliced: a server added then, the mend done first");
+
+    pos[peers[2]->slot] = 2;
+    npeers = 3;
+
+    test_ok(test_record(8000, 12, 2, 0) == 12
+            && test_match(8000, 12, 2) == 12 && test_killed_mended(),
+            "sliced: then it records, the zone evicts");
+
+    /* killed at each point of a mend in slices of 5 steps: mended anew */
+
+    bad = 0;
+
+    for (k = 1; /* void */ ; k++) {
+        test_killed_fill();
+        (void) test_killed_before(6, k);
+
+        pid = fork();
+
+        if (pid == 0) {
+            test_kill = k;
+            idx.mend_steps = 5;
+
+            while (!ngx_http_prefix_route_index_ready(&idx)) {
+                /* void */
+            }
+
+            _exit(1);
+        }
+
+        (void) waitpid(pid, &status, 0);
+
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            break;
+        }
+
+        bad += (idx.sh->mend.slicing == 0 || !test_killed_mended());
+    }
+
+    (void) snprintf(name, sizeof(name), "sliced: killed at each of the %u "
+                    "writes of a mend in slices of 5 steps: mended anew "
+                    "(%u not)", (unsigned) (k - 1), (unsigned) bad);
+    test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && k > 100
+            && bad == 0, name);
+}
+
+
+/* mends in slices of "steps" steps until none is left; returns slices */
+
+static ngx_uint_t
+test_sliced_mend(ngx_int_t steps)
+{
+    ngx_uint_t  n;
+
+    idx.mend_steps = steps;
+
+    for (n = 1; !ngx_http_prefix_route_index_ready(&idx); n++) {
+        /* void */
+    }
+
+    idx.mend_steps = NGX_MAX_INT_T_VALUE;
+
+    return n;
 }
