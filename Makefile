@@ -129,7 +129,7 @@ bench-extract: $(BUILD)/extract_bench
 	bench/extract/run $<
 
 ## make bench-mend      the zone mutex held to mend the index after a
-##                      worker died mid-change, 1m to 256m zones, ~8 min
+##                      worker died mid-change, 1m to 256m zones, ~14 min
 MEND_ZONES ?=   1 16 64 256
 bench-mend: $(BUILD)/mend_bench
 	{ echo "# The mend of the index after a worker's death"; echo; \

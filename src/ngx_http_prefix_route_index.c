@@ -1700,6 +1700,17 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
 {
     ngx_uint_t  n;
 
+    /*
+     * a restarted engine's blocks all go, once: not to be lost to a mend
+     * under way, which is finished first (rare: a restart seen during it)
+     */
+
+    while (capacity == 0 && before == NULL
+           && !ngx_http_prefix_route_index_ready(idx))
+    {
+        /* void */
+    }
+
     if (!ngx_http_prefix_route_index_begin(idx,
                                            NGX_HTTP_PREFIX_ROUTE_NO_CHAIN))
     {

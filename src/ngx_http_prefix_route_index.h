@@ -449,8 +449,8 @@ ngx_uint_t ngx_http_prefix_route_index_stamp(
  * recently used holder was last recorded before *before (ms, a signed
  * difference of 32-bit stamps: a block not recorded for 24.8 days looks
  * recent; NULL: no such limit); with neither limit, all of them (a
- * restarted engine's).  Returns the number dropped: 0 while a mend is
- * under way.
+ * restarted engine's, which finish a mend under way first).  Returns the
+ * number dropped: 0 while a mend is under way.
  */
 ngx_uint_t ngx_http_prefix_route_index_trim(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,

@@ -1663,6 +1663,26 @@ test_sliced(void)
             && test_match(8000, 12, 2) == 12 && test_killed_mended(),
             "sliced: then it records, the zone evicts");
 
+    /*
+     * a restarted engine's blocks all go even during a mend, which is
+     * finished first (found by review: the probe trims once a restart)
+     */
+
+    test_killed_fill();
+    n = peers[1]->blocks;
+    idx.sh->changing = (ngx_uint_t) -1;
+    idx.mend_steps = 8;
+
+    k = ngx_http_prefix_route_index_trim(&idx, peers[1], 0, NULL);
+
+    idx.mend_steps = NGX_MAX_INT_T_VALUE;
+
+    test_ok(n >= 12 && k == n && idx.sh->changing == 0
+            && peers[1]->blocks == 0 && test_match(39, 12, 1) == 0
+            && test_match(40, 12, 0) == 12 && test_check() == 0,
+            "sliced: a restarted engine's blocks go during a mend, which "
+            "ends first");
+
     /* killed at each point of a mend in slices of 5 steps: mended anew */
 
     bad = 0;
