@@ -41,6 +41,7 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN,
     NGX_HTTP_PREFIX_ROUTE_U_INDEX_BYTES,
     NGX_HTTP_PREFIX_ROUTE_U_CAPPED,
+    NGX_HTTP_PREFIX_ROUTE_U_MENDING,
     NGX_HTTP_PREFIX_ROUTE_U_PROMPT,
     NGX_HTTP_PREFIX_ROUTE_U_MATCHED,
     NGX_HTTP_PREFIX_ROUTE_U_LONGEST,
@@ -169,6 +170,9 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
       "bytes." },
     { "capped", "lookups_capped_total", "counter",
       "Index lookups that stopped at their bound of holders visited." },
+    { "mending", "index_mending", "gauge",
+      "1 while the index is mended after a worker died changing it: "
+      "requests are routed without it, by load; else 0." },
     { "prompt_bytes", "prompt_bytes_total", "counter",
       "Bytes of canonical prompt considered." },
     { "matched_bytes", "matched_bytes_total", "counter",
@@ -507,6 +511,7 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_EVICTIONS] = sh->evictions;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN] = sh->forgotten;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_CAPPED] = sh->capped;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_MENDING] = (sh->changing != 0);
         st->v[NGX_HTTP_PREFIX_ROUTE_U_PREDICTED_TOKENS] =
                                                         sh->predicted_tokens;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_REPORTED_TOKENS] = sh->reported_tokens;
