@@ -52,6 +52,7 @@ static void test_rotate(ngx_http_prefix_route_link_t *head);
 static void test_killed_fill(void);
 static ngx_uint_t test_killed_before(ngx_uint_t c, ngx_uint_t k);
 static void test_killed_change(ngx_uint_t change);
+static ngx_int_t test_killed_at(ngx_uint_t c, ngx_uint_t k);
 static ngx_uint_t test_killed_mended(void);
 static void test_killed_pinned(void);
 static void test_sliced(void);
@@ -868,10 +869,9 @@ test_load(void)
 static void
 test_killed(void)
 {
-    int          status;
     char         name[200];
+    ngx_int_t    rc;
     ngx_uint_t   c, k, points, bad, leak, deaths, used;
-    ngx_pid_t    pid;
 
     static const char  *what[] = {
         "a record of a new prompt, evicting",
@@ -898,17 +898,9 @@ test_killed(void)
             used = zone->stats[2].used;
             deaths = 1 + test_killed_before(c, k);
 
-            pid = fork();
+            rc = test_killed_at(c, k);
 
-            if (pid == 0) {
-                test_kill = k;
-                test_killed_change(c);
-                _exit(1);
-            }
-
-            (void) waitpid(pid, &status, 0);
-
-            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            if (rc != 1) {
                 break;
             }
 
@@ -931,8 +923,7 @@ test_killed(void)
                         "lost a death (%u more)", (unsigned) points, what[c],
                         (unsigned) bad, (unsigned) leak);
 
-        test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1
-                && points > 8 && bad == 0 && leak == 0, name);
+        test_ok(rc == 0 && points > 8 && bad == 0 && leak == 0, name);
     }
 
     test_killed_loop();
@@ -1225,6 +1216,35 @@ test_killed_change(ngx_uint_t change)
         /* the mend, which the next change runs */
         (void) test_record(7000, 6, 0, 0);
     }
+}
+
+
+/*
+ * test_killed_change(c) in a process that dies at its k-th write to the
+ * zone: 1 if it died there, 0 if the change had fewer writes, -1 if the
+ * process failed otherwise
+ */
+
+static ngx_int_t
+test_killed_at(ngx_uint_t c, ngx_uint_t k)
+{
+    int        status;
+    ngx_pid_t  pid;
+
+    pid = fork();
+
+    if (pid == 0) {
+        test_kill = k;
+        test_killed_change(c);
+        _exit(1);
+    }
+
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) {
+        return -1;
+    }
+
+    return (WEXITSTATUS(status) == 0) ? 1
+           : (WEXITSTATUS(status) == 1) ? 0 : -1;
 }
 
 
@@ -1534,20 +1554,8 @@ test_sliced(void)
                     break;
                 }
 
-            } else {
-                pid = fork();
-
-                if (pid == 0) {
-                    test_kill = k;
-                    test_killed_change(c);
-                    _exit(1);
-                }
-
-                (void) waitpid(pid, &status, 0);
-
-                if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-                    break;
-                }
+            } else if (test_killed_at(c, k) != 1) {
+                break;
             }
 
             states++;
