@@ -377,8 +377,9 @@ ngx_http_prefix_route_init_module(ngx_cycle_t *cycle)
 
 /*
  * Each worker looks for dead workers' load on a timer of its own, so that
- * no request pays for the kill() checks; the timer does not keep a worker
- * that is shutting down.  Each worker also starts its engine probes of
+ * no request pays for the kill() checks, and for an index left to mend
+ * (the mend timer, armed then); the timers do not keep a worker that is
+ * shutting down.  Each worker also starts its engine probes of
  * the upstreams with prefix_route_probe, of which one worker at a time
  * takes each round (ngx_http_prefix_route_probe.h).
  */

@@ -144,8 +144,9 @@ struct ngx_http_prefix_route_holder_s {
 
 /*
  * Steps of a mend a slice takes by default: buckets, entries and holders
- * visited, list links walked; about 1 ms on this project's machines
- * (bench/results/mend.md).
+ * visited, list links walked; 0.5-1 ms a slice on average on this
+ * project's 2-core machines, the longest measured 8 ms in a 256m zone,
+ * where a step is more often a cache miss (bench/results/mend.md).
  */
 #define NGX_HTTP_PREFIX_ROUTE_MEND_STEPS   16384
 
@@ -166,7 +167,6 @@ struct ngx_http_prefix_route_holder_s {
 typedef ngx_uint_t (*ngx_http_prefix_route_visit_pt)(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_entry_t *e,
     ngx_int_t *left);
-
 
 
 static ngx_uint_t ngx_http_prefix_route_index_put(
@@ -458,7 +458,8 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
         /* void */
     }
 
-    ngx_http_prefix_route_index_begin(idx, NGX_HTTP_PREFIX_ROUTE_NO_CHAIN);
+    (void) ngx_http_prefix_route_index_begin(idx,
+                                             NGX_HTTP_PREFIX_ROUTE_NO_CHAIN);
 
     peer = NULL;
 
