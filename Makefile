@@ -129,13 +129,17 @@ bench-extract: $(BUILD)/extract_bench
 	bench/extract/run $<
 
 ## make bench-mend      the zone mutex held to mend the index after a
-##                      worker died mid-change, 1m to 256m zones, ~14 min
+##                      worker died mid-change, 1m to 256m zones, and
+##                      requests meanwhile in a real nginx, ~18 min
 MEND_ZONES ?=   1 16 64 256
-bench-mend: $(BUILD)/mend_bench
+bench-mend: $(BUILD)/mend_bench all $(NGINX_BIN) check-deps
 	{ echo "# The mend of the index after a worker's death"; echo; \
 	  echo "Written by \`make bench-mend\` on $$(date -u +%FT%TZ)," \
 	       "commit $$(git rev-parse --short HEAD), $$(nproc) CPUs."; \
-	  echo; $< $(MEND_ZONES); } > bench/results/mend.md.tmp
+	  echo; $< $(MEND_ZONES); echo; \
+	  echo "## In a real nginx (bench/mend/live)"; echo; \
+	  $(RUN) bench/mend/live $(CURDIR)/$(MODULE); } \
+	    > bench/results/mend.md.tmp
 	mv bench/results/mend.md.tmp bench/results/mend.md
 	cat bench/results/mend.md
 

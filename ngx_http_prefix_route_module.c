@@ -479,11 +479,12 @@ ngx_http_prefix_route_sweep(ngx_event_t *ev)
 
 /*
  * A zone whose index a worker's death left to mend: a slice a
- * millisecond on the mend timer, as well as one a lookup or record, so
- * that the mend ends in about the time it computes even without requests
- * (ngx_http_prefix_route_index_ready()).  "changing" is read without the
- * mutex: a change another worker has under way arms the timer for one
- * round in vain.
+ * millisecond on the mend timer (ngx_http_prefix_route_index_ready()),
+ * with or without requests; requests take none, so they wait for one
+ * slice at most (t/stress/mend: 2 ms of request time at the median while
+ * a 256m zone is mended, against 24 when each request took a slice).
+ * "changing" is read without the mutex: a change another worker has
+ * under way arms the timer for one round in vain.
  */
 
 static void

@@ -542,7 +542,7 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
         match[i] = 0;
     }
 
-    if (!ngx_http_prefix_route_index_ready(idx)) {
+    if (idx->sh->changing) {
         return 0;
     }
 
@@ -624,16 +624,17 @@ ngx_http_prefix_route_index_ready(ngx_http_prefix_route_index_t *idx)
 /*
  * Marks the zone while the index changes ("mark": the record's peer slot
  * + 1, or NGX_HTTP_PREFIX_ROUTE_NO_CHAIN); the mutex is ours, so a mark
- * found set is a change whose worker died in it, and a slice of its mend
- * is taken first.  Returns 1, the change to be ended by end(), or 0
- * while the mend is under way: no change.
+ * found set is a change whose worker died in it, whose mend is left to
+ * ready()'s callers: a request that took a slice would wait for it and
+ * make the others wait (design.md, "In slices").  Returns 1, the change
+ * to be ended by end(), or 0 while a mend is left: no change.
  */
 
 static ngx_uint_t
 ngx_http_prefix_route_index_begin(ngx_http_prefix_route_index_t *idx,
     ngx_uint_t mark)
 {
-    if (!ngx_http_prefix_route_index_ready(idx)) {
+    if (idx->sh->changing) {
         return 0;
     }
 
@@ -1678,7 +1679,7 @@ ngx_http_prefix_route_index_stamp(ngx_http_prefix_route_index_t *idx,
 {
     ngx_http_prefix_route_entry_t  *e;
 
-    if (!ngx_http_prefix_route_index_ready(idx)) {
+    if (idx->sh->changing) {
         return 0;
     }
 

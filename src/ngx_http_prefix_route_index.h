@@ -377,10 +377,12 @@ ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
  * process left under way (it died holding the zone mutex) is mended in
  * slices of at most idx->mend_steps steps (buckets, entries and holders
  * visited, list links walked: NGX_HTTP_PREFIX_ROUTE_MEND_STEPS if 0),
- * one a call, whichever process makes it; until the last, the functions
- * below find nothing in the index and record nothing in it, so requests
- * are routed by load alone.  The caller holds the zone mutex.  Returns 1
- * when no mend is left, else 0.
+ * one a call of this function, whichever process makes it (each worker's
+ * mend timer, a reload that adds a server, the check, a restarted
+ * engine's trim); until the last, the functions below find nothing in
+ * the index and record nothing in it, and take no slice themselves, so
+ * requests are routed by load alone at their usual cost.  The caller
+ * holds the zone mutex.  Returns 1 when no mend is left, else 0.
  */
 ngx_uint_t ngx_http_prefix_route_index_ready(
     ngx_http_prefix_route_index_t *idx);
@@ -417,9 +419,9 @@ ngx_uint_t ngx_http_prefix_route_index_match(
  * zone is full it drops the zone's least recently used holders, on
  * probation first, never this server's holders of this prompt; if that
  * is not enough the prefix is recorded only in part.  A record another
- * worker left under way (it died holding the mutex) is mended first, a
- * slice a call (ngx_http_prefix_route_index_ready()): until the mend
- * ends, nothing is recorded and *held is 0.  Never fails.  Returns the
+ * worker left under way (it died holding the mutex) is left to
+ * ngx_http_prefix_route_index_ready() to mend: until the mend ends,
+ * nothing is recorded and *held is 0.  Never fails.  Returns the
  * number of blocks recorded, from the first.
  */
 ngx_uint_t ngx_http_prefix_route_index_record(

@@ -6,8 +6,8 @@
 
 /*
  * How long the zone mutex is held to mend the index after a worker died
- * inside a change (ngx_http_prefix_route_index_repair(), which the next
- * lookup or change runs first, a slice at a time): the index on nginx's
+ * inside a change (ngx_http_prefix_route_index_repair(), which each
+ * worker's mend timer runs, a slice at a time): the index on nginx's
  * own slab allocator in a zone mapped as nginx maps one
  * (t/unit/lib/test_zone.c), filled until it evicts with 16 KiB prompts
  * (256 blocks of 64 bytes, the default) that share a 2 KiB system

@@ -21,8 +21,8 @@
 # others by their process id.
 #
 # Ports: each check uses 127.0.0.1 ports $port .. $port + 9, $port given
-# by the check: a block of ten from 19801 (zone-pressure) up to 19901
-# (scale-in); a new check takes the next free block (19911 next; the
+# by the check: a block of ten from 19801 (zone-pressure) up to 19911
+# (mend); a new check takes the next free block (19921 next; the
 # project's tests and benchmarks use other ranges).
 
 set -u
@@ -149,7 +149,7 @@ CONF
 
 # the start of the http context: temp paths under $dir, bodies in memory,
 # the access log format "stress" (| separated: time, status, upstream
-# addresses and statuses, \$prefix_route_status)
+# addresses and statuses, \$prefix_route_status, \$request_time)
 conf_http() {
     local t
     echo "access_log off;"
@@ -160,7 +160,7 @@ conf_http() {
 client_body_buffer_size 1m;
 client_max_body_size 2m;
 keepalive_requests 1000000;
-log_format stress '$msec|$status|$upstream_addr|$upstream_status|$prefix_route_status';
+log_format stress '$msec|$status|$upstream_addr|$upstream_status|$prefix_route_status|$request_time';
 CONF
 }
 
@@ -449,7 +449,7 @@ log_count() {
 
 # the access log's lines (format stress) of requests served within
 # [FROM, TO) ($msec seconds), each "time|status|upstream addresses|upstream
-# statuses|prefix_route status"
+# statuses|prefix_route status|request time"
 access_between() {
     awk -F'|' -v a="$1" -v b="$2" '$1 >= a && $1 < b' "$dir/logs/access.log"
 }

@@ -54,6 +54,7 @@ static ngx_uint_t test_killed_before(ngx_uint_t c, ngx_uint_t k);
 static void test_killed_change(ngx_uint_t change);
 static ngx_int_t test_killed_at(ngx_uint_t c, ngx_uint_t k);
 static ngx_uint_t test_killed_mended(void);
+static ngx_uint_t test_mended_trim(ngx_http_prefix_route_peer_t *peer);
 static void test_killed_pinned(void);
 static void test_sliced(void);
 static ngx_uint_t test_sliced_mend(ngx_int_t steps);
@@ -859,11 +860,11 @@ test_load(void)
 
 /*
  * A worker dies between two writes of a change to the index, at each in
- * turn, in a forked process as nginx's workers are: the next change mends
- * the index, and the zone goes on evicting and recording.  A death inside
- * a record froze the index before 2026-12-05 (found by a hostile test
- * under SIGKILL), and one inside a move, a trim or a forget could leave a
- * holder freed and still linked.
+ * turn, in a forked process as nginx's workers are: a timer's slice (one
+ * here) mends the index, and the zone goes on evicting and recording.  A
+ * death inside a record froze the index before 2026-12-05 (found by a
+ * hostile test under SIGKILL), and one inside a move, a trim or a forget
+ * could leave a holder freed and still linked.
  */
 
 static void
@@ -904,8 +905,7 @@ test_killed(void)
                 break;
             }
 
-            (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 1 << 20,
-                                                    NULL);
+            (void) test_mended_trim(peers[0]);
 
             if (zone->stats[2].used - idx.sh->entries - idx.sh->holders
                 > used - test_killed_used + 2 * deaths)
@@ -970,8 +970,7 @@ test_killed_stale(void)
     (void) waitpid(pid, &status, 0);
 
     test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 0
-            && ngx_http_prefix_route_index_trim(&idx, peers[0], 1 << 20,
-                                                NULL) == 0
+            && test_mended_trim(peers[0]) == 0
             && test_check() == 0,
             "killed after a holder joined its entry's list, its chunk a "
             "freed holder's of that block: mended");
@@ -1085,7 +1084,7 @@ test_killed_before(ngx_uint_t c, ngx_uint_t k)
 
 /*
  * A list that does not come back to its head (two deaths, a torn write)
- * loses its holders at the next change; the other lists keep theirs.
+ * loses its holders in the mend; the other lists keep theirs.
  */
 
 static void
@@ -1102,8 +1101,8 @@ test_killed_loop(void)
 
     test_ok(peers[1]->blocks >= 12 && peers[0]->blocks >= 12,
             "killed: a peer's list cut into a loop, its prompts held");
-    test_ok(ngx_http_prefix_route_index_trim(&idx, peers[0], 1 << 20, NULL)
-            == 0 && peers[1]->blocks == 0 && test_match(39, 12, 1) == 0
+    test_ok(test_mended_trim(peers[0]) == 0
+            && peers[1]->blocks == 0 && test_match(39, 12, 1) == 0
             && test_match(40, 12, 0) == 12 && test_check() == 0,
             "killed: mended, the peer's holders go, the other's stay");
     test_ok(test_killed_mended(), "killed: then the zone records and evicts");
@@ -1120,8 +1119,8 @@ test_killed_loop(void)
     *(uint32_t *) ((u_char *) a + 20) = 0;
     idx.sh->changing = (ngx_uint_t) -1;
 
-    test_ok(ngx_http_prefix_route_index_trim(&idx, peers[0], 1 << 20, NULL)
-            == 0 && test_match(39, 12, 1) == 1 && test_match(37, 12, 1) == 12
+    test_ok(test_mended_trim(peers[0]) == 0
+            && test_match(39, 12, 1) == 1 && test_match(37, 12, 1) == 12
             && test_check() == 0,
             "killed: a holder torn, mended, the blocks after it go");
     test_ok(test_killed_mended(), "killed: then the zone records and evicts");
@@ -1134,8 +1133,8 @@ test_killed_loop(void)
     a->next = idx.sh->lru.next;
     idx.sh->changing = (ngx_uint_t) -1;
 
-    test_ok(ngx_http_prefix_route_index_trim(&idx, peers[0], 1 << 20, NULL)
-            == 0 && idx.sh->holders == 0 && idx.sh->entries == 0
+    test_ok(test_mended_trim(peers[0]) == 0
+            && idx.sh->holders == 0 && idx.sh->entries == 0
             && test_check() == 0,
             "killed: the zone's list in a loop, mended empty");
     test_ok(test_killed_mended(), "killed: then the zone records and evicts");
@@ -1213,7 +1212,8 @@ test_killed_change(ngx_uint_t change)
     case 6:
     case 7:
     case 8:
-        /* the mend, which the next change runs */
+        /* the mend (a timer's slice), then the next change */
+        (void) ngx_http_prefix_route_index_ready(&idx);
         (void) test_record(7000, 6, 0, 0);
     }
 }
@@ -1249,8 +1249,8 @@ test_killed_at(ngx_uint_t c, ngx_uint_t k)
 
 
 /*
- * The next change mends (a trim that drops nothing): consistent at once,
- * then a record is whole, and 60 prompts after it, evicting
+ * Mended (then a trim that drops nothing): consistent at once, then a
+ * record is whole, and 60 prompts after it, evicting
  */
 
 static ngx_uint_t
@@ -1258,8 +1258,8 @@ test_killed_mended(void)
 {
     ngx_uint_t  t, whole;
 
-    if (ngx_http_prefix_route_index_trim(&idx, peers[0], 1 << 20, NULL) != 0
-        || idx.sh->changing != 0 || test_check() != 0)
+    if (test_mended_trim(peers[0]) != 0 || idx.sh->changing != 0
+        || test_check() != 0)
     {
         return 0;
     }
@@ -1278,6 +1278,20 @@ test_killed_mended(void)
     }
 
     return whole == 60 && idx.sh->changing == 0 && test_check() == 0;
+}
+
+
+/*
+ * The mend a worker's timer takes (one slice: idx.mend_steps is not
+ * limited here), then a trim that drops nothing; returns its count
+ */
+
+static ngx_uint_t
+test_mended_trim(ngx_http_prefix_route_peer_t *peer)
+{
+    (void) ngx_http_prefix_route_index_ready(&idx);
+
+    return ngx_http_prefix_route_index_trim(&idx, peer, 1 << 20, NULL);
 }
 
 
@@ -1459,9 +1473,8 @@ test_killed_pinned(void)
                     test_kill = k;
 
                     if (mend) {
-                        /* the mend, which the next change runs */
-                        (void) ngx_http_prefix_route_index_trim(&idx,
-                                                   peers[1], 1 << 20, NULL);
+                        /* the mend, then the next change */
+                        (void) test_mended_trim(peers[1]);
                     } else {
                         (void) test_pinned_change(c);
                     }
@@ -1475,8 +1488,7 @@ test_killed_pinned(void)
                     break;
                 }
 
-                (void) ngx_http_prefix_route_index_trim(&idx, peers[0],
-                                                        1 << 20, NULL);
+                (void) test_mended_trim(peers[0]);
 
                 if (zone->stats[2].used - idx.sh->entries - idx.sh->holders
                     > used - test_pinned_used + 2 * deaths)
@@ -1517,14 +1529,16 @@ test_killed_pinned(void)
 static void
 test_sliced(void)
 {
-    int           status;
-    char          name[200];
-    u_char       *before, *whole;
-    size_t        size;
-    ngx_int_t     steps;
-    uint64_t      hash[TEST_MAX_BLOCKS];
-    ngx_uint_t    c, k, n, states, differ, few, bad, slices, held;
-    ngx_pid_t     pid;
+    int                            status;
+    char                           name[200];
+    u_char                        *before, *whole;
+    size_t                         size;
+    ngx_int_t                      steps;
+    uint64_t                       hash[TEST_MAX_BLOCKS];
+    ngx_uint_t                     c, k, n, states, differ, few, bad, slices;
+    ngx_uint_t                     held;
+    ngx_pid_t                      pid;
+    ngx_http_prefix_route_mend_t   mend;
 
     size = 64 * 1024;
     before = malloc(size);
@@ -1598,8 +1612,12 @@ test_sliced(void)
     idx.mend_steps = 8;
     bad = 0;
 
+    /* each turn a timer's slice, then a request's lookup or change */
+
     for (k = 0; k + 1 < slices; k++) {
         held = 5;
+        bad += ngx_http_prefix_route_index_ready(&idx);
+        ngx_memcpy(&mend, &idx.sh->mend, sizeof(mend));
 
         switch (k % 4) {
 
@@ -1624,14 +1642,18 @@ test_sliced(void)
             ngx_http_prefix_route_index_forget(&idx, hash, 0, 12, peers[1],
                                                1 << 30);
         }
+
+        /* a request takes no slice: it would wait for it */
+
+        bad += (ngx_memcmp(&mend, &idx.sh->mend, sizeof(mend)) != 0);
     }
 
     bad += (idx.sh->changing == 0 || !ngx_http_prefix_route_index_ready(&idx)
             || idx.sh->changing != 0);
 
     (void) snprintf(name, sizeof(name), "sliced: for %u slices of 8 steps "
-                    "nothing is found, recorded, trimmed or forgotten (%u "
-                    "were)",
+                    "nothing is found, recorded, trimmed or forgotten, and "
+                    "no slice is taken by those (%u were)",
                     (unsigned) slices, (unsigned) bad);
     test_ok(slices > 100 && bad == 0, name);
 
