@@ -71,6 +71,12 @@
 /* how often each worker looks for dead workers' load, ms */
 #define NGX_HTTP_PREFIX_ROUTE_SWEEP         1000
 
+/*
+ * how long, ns, after a mend's last slice a request takes the next: the
+ * mend timers fire each millisecond unless timer_resolution is set
+ */
+#define NGX_HTTP_PREFIX_ROUTE_MEND_LATE     5000000
+
 typedef struct {
     /* the round robin data first: the balancer falls back to it */
     ngx_http_upstream_rr_peer_data_t    rrp;
@@ -162,6 +168,8 @@ static void ngx_http_prefix_route_mend_soon(ngx_http_prefix_route_index_t *idx);
 static void ngx_http_prefix_route_mend(ngx_event_t *ev);
 static void ngx_http_prefix_route_mend_slice(
     ngx_http_prefix_route_index_t *idx);
+static void ngx_http_prefix_route_mend_due(ngx_http_prefix_route_index_t *idx,
+    uint64_t late);
 static void ngx_http_prefix_route_each(ngx_cycle_t *cycle,
     void (*handler)(ngx_http_prefix_route_index_t *idx));
 static ngx_int_t ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
@@ -422,6 +430,7 @@ ngx_http_prefix_route_init_process(ngx_cycle_t *cycle)
      */
 
     ngx_http_prefix_route_each(cycle, ngx_http_prefix_route_load_sweep);
+    ngx_http_prefix_route_each(cycle, ngx_http_prefix_route_mend_soon);
 
     ngx_add_timer(ev, NGX_HTTP_PREFIX_ROUTE_SWEEP);
 
@@ -478,13 +487,11 @@ ngx_http_prefix_route_sweep(ngx_event_t *ev)
 
 
 /*
- * A zone whose index a worker's death left to mend: a slice a
- * millisecond on the mend timer (ngx_http_prefix_route_index_ready()),
- * with or without requests; requests take none, so they wait for one
- * slice at most (t/stress/mend: 2 ms of request time at the median while
- * a 256m zone is mended, against 24 when each request took a slice).
- * "changing" is read without the mutex: a change another worker has
- * under way arms the timer for one round in vain.
+ * A zone whose index a worker's death left to mend: the mend timer takes
+ * a slice each millisecond, with or without requests, unless another
+ * holds the mutex (ngx_http_prefix_route_mend_due()).  "changing" is
+ * read without the mutex: a change another worker has under way arms the
+ * timer for one round in vain.
  */
 
 static void
@@ -521,13 +528,50 @@ ngx_http_prefix_route_mend_slice(ngx_http_prefix_route_index_t *idx)
         return;
     }
 
-    ngx_shmtx_lock(&idx->shpool->mutex);
+    ngx_http_prefix_route_mending = 1;
 
-    if (!ngx_http_prefix_route_index_ready(idx)) {
-        ngx_http_prefix_route_mending = 1;
+    /*
+     * the mutex busy (another worker's slice, a request): the next round;
+     * a worker's loop does not wait behind the others' slices
+     */
+
+    if (!ngx_shmtx_trylock(&idx->shpool->mutex)) {
+        return;
     }
 
+    ngx_http_prefix_route_mend_due(idx, 0);
+
     ngx_shmtx_unlock(&idx->shpool->mutex);
+}
+
+
+/*
+ * Takes a slice of the zone's mend (ngx_http_prefix_route_index_ready())
+ * if none was taken for "late" ns: a timer's at once, a request's only
+ * when the timers are late (design.md, "In slices").  The caller holds
+ * the zone mutex.
+ */
+
+static void
+ngx_http_prefix_route_mend_due(ngx_http_prefix_route_index_t *idx,
+    uint64_t late)
+{
+    ngx_http_prefix_route_sh_t  *sh;
+
+    sh = idx->sh;
+
+    /* a signed difference: the clock is each worker's reading */
+
+    if (sh->changing == 0
+        || (int64_t) (ngx_http_prefix_route_clock() - sh->mend_last)
+           < (int64_t) late)
+    {
+        return;
+    }
+
+    (void) ngx_http_prefix_route_index_ready(idx);
+
+    sh->mend_last = ngx_http_prefix_route_clock();
 }
 
 
@@ -1419,8 +1463,16 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                                    NGX_HTTP_PREFIX_ROUTE_VISITS(peers->number),
                                    prcf->held);
 
-    /* held, the mutex says a mend is left: the timer goes on with it */
+    /*
+     * held, the mutex says a mend is left: the timer goes on with it, or
+     * this request when the timers are late (timer_resolution)
+     */
+
     mending = (idx->sh->changing != 0);
+
+    if (mending) {
+        ngx_http_prefix_route_mend_due(idx, NGX_HTTP_PREFIX_ROUTE_MEND_LATE);
+    }
 
     /*
      * shadow mode: what prefix_route would hold had it routed, in the

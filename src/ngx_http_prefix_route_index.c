@@ -617,7 +617,39 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
 ngx_uint_t
 ngx_http_prefix_route_index_ready(ngx_http_prefix_route_index_t *idx)
 {
-    return idx->sh->changing == 0 || ngx_http_prefix_route_index_repair(idx);
+    ngx_uint_t                     i;
+    ngx_http_prefix_route_sh_t    *sh;
+    ngx_http_prefix_route_peer_t  *peer;
+
+    sh = idx->sh;
+
+    if (sh->changing == 0) {
+        return 1;
+    }
+
+    if (!ngx_http_prefix_route_index_repair(idx)) {
+        return 0;
+    }
+
+    /*
+     * the restarts seen during the mend: their servers' blocks go, each
+     * in a change of its own, the mark cleared inside it so that a death
+     * there leaves it for the next mend
+     */
+
+    for (i = 0; i < sh->npeers; i++) {
+        peer = sh->slots[i];
+
+        if (peer->wiped) {
+            (void) ngx_http_prefix_route_index_begin(idx,
+                                            NGX_HTTP_PREFIX_ROUTE_NO_CHAIN);
+            (void) ngx_http_prefix_route_index_cut(idx, peer, 0, NULL);
+            peer->wiped = 0;
+            ngx_http_prefix_route_index_end(idx);
+        }
+    }
+
+    return 1;
 }
 
 
@@ -1704,13 +1736,13 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
 
     /*
      * a restarted engine's blocks all go, once: not to be lost to a mend
-     * under way, which is finished first (rare: a restart seen during it)
+     * under way, they go at its end (ready()), and not to hold every
+     * worker for the rest of it either (found by review, 2026-12-05)
      */
 
-    while (capacity == 0 && before == NULL
-           && !ngx_http_prefix_route_index_ready(idx))
-    {
-        /* void */
+    if (capacity == 0 && before == NULL && idx->sh->changing) {
+        peer->wiped = 1;
+        return 0;
     }
 
     if (!ngx_http_prefix_route_index_begin(idx,

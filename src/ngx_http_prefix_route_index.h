@@ -157,6 +157,9 @@ typedef struct {
 
     ngx_uint_t                       requests;  /* routed here */
     ngx_uint_t                       hits;      /* of which with a match */
+    ngx_uint_t                       wiped;     /* its engine restarted
+                                                   during a mend: all its
+                                                   blocks go at its end */
 
     ngx_http_prefix_route_feedback_t fb;
     ngx_http_prefix_route_probe_t    probe;
@@ -273,6 +276,10 @@ typedef struct {
                                                    out, to be freed: by
                                                    "up", from the last */
     ngx_http_prefix_route_mend_t     mend;
+    uint64_t                         mend_last; /* ns (CLOCK_MONOTONIC):
+                                                   when the mend's last
+                                                   slice ended (the
+                                                   module's timers) */
 
     uint64_t                        *live;      /* the mend's marks: a
                                                    bit a 32-byte chunk */
@@ -378,11 +385,12 @@ ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
  * slices of at most idx->mend_steps steps (buckets, entries and holders
  * visited, list links walked: NGX_HTTP_PREFIX_ROUTE_MEND_STEPS if 0),
  * one a call of this function, whichever process makes it (each worker's
- * mend timer, a reload that adds a server, the check, a restarted
- * engine's trim); until the last, the functions below find nothing in
+ * mend timer, a reload that adds a server, the check); until the last, the functions below find nothing in
  * the index and record nothing in it, and take no slice themselves, so
- * requests are routed by load alone at their usual cost.  The caller
- * holds the zone mutex.  Returns 1 when no mend is left, else 0.
+ * requests are routed by load alone at their usual cost.  After the last
+ * slice, the blocks of the servers whose engines restarted meanwhile go
+ * (ngx_http_prefix_route_index_trim()).  The caller holds the zone
+ * mutex.  Returns 1 when no mend is left, else 0.
  */
 ngx_uint_t ngx_http_prefix_route_index_ready(
     ngx_http_prefix_route_index_t *idx);
@@ -451,7 +459,7 @@ ngx_uint_t ngx_http_prefix_route_index_stamp(
  * recently used holder was last recorded before *before (ms, a signed
  * difference of 32-bit stamps: a block not recorded for 24.8 days looks
  * recent; NULL: no such limit); with neither limit, all of them (a
- * restarted engine's, which finish a mend under way first).  Returns the
+ * restarted engine's; during a mend they go at its end).  Returns the
  * number dropped: 0 while a mend is under way.
  */
 ngx_uint_t ngx_http_prefix_route_index_trim(

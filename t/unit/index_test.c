@@ -1283,13 +1283,16 @@ test_killed_mended(void)
 
 /*
  * The mend a worker's timer takes (one slice: idx.mend_steps is not
- * limited here), then a trim that drops nothing; returns its count
+ * limited here), then a trim that drops nothing; returns its count, or
+ * -1 if the mend was not done in that slice
  */
 
 static ngx_uint_t
 test_mended_trim(ngx_http_prefix_route_peer_t *peer)
 {
-    (void) ngx_http_prefix_route_index_ready(&idx);
+    if (!ngx_http_prefix_route_index_ready(&idx)) {
+        return (ngx_uint_t) -1;
+    }
 
     return ngx_http_prefix_route_index_trim(&idx, peer, 1 << 20, NULL);
 }
@@ -1537,6 +1540,7 @@ test_sliced(void)
     uint64_t                       hash[TEST_MAX_BLOCKS];
     ngx_uint_t                     c, k, n, states, differ, few, bad, slices;
     ngx_uint_t                     held;
+    uint32_t                       stamp;
     ngx_pid_t                      pid;
     ngx_http_prefix_route_mend_t   mend;
 
@@ -1594,8 +1598,8 @@ test_sliced(void)
     test_ok(states > 1000 && differ == 0 && few == 0, name);
 
     /*
-     * until the last slice nothing is found, recorded or trimmed: each
-     * call takes one slice, the last taken by ready()
+     * until the last slice nothing is found, recorded, trimmed or
+     * forgotten, and none of those takes a slice: ready() takes them
      */
 
     test_killed_fill();
@@ -1619,7 +1623,7 @@ test_sliced(void)
         bad += ngx_http_prefix_route_index_ready(&idx);
         ngx_memcpy(&mend, &idx.sh->mend, sizeof(mend));
 
-        switch (k % 4) {
+        switch (k % 5) {
 
         case 0:
             bad += (test_match(39, 12, 1) != 0);
@@ -1637,6 +1641,11 @@ test_sliced(void)
                     != 0);
             break;
 
+        case 3:
+            test_chain(hash, 39, 12);
+            bad += ngx_http_prefix_route_index_stamp(&idx, hash[0], &stamp);
+            break;
+
         default:
             test_chain(hash, 39, 12);
             ngx_http_prefix_route_index_forget(&idx, hash, 0, 12, peers[1],
@@ -1652,8 +1661,8 @@ test_sliced(void)
             || idx.sh->changing != 0);
 
     (void) snprintf(name, sizeof(name), "sliced: for %u slices of 8 steps "
-                    "nothing is found, recorded, trimmed or forgotten, and "
-                    "no slice is taken by those (%u were)",
+                    "nothing is found, stamped, recorded, trimmed or "
+                    "forgotten, and no slice is taken by those (%u were)",
                     (unsigned) slices, (unsigned) bad);
     test_ok(slices > 100 && bad == 0, name);
 
@@ -1694,8 +1703,9 @@ test_sliced(void)
             "sliced: then it records, the zone evicts");
 
     /*
-     * a restarted engine's blocks all go even during a mend, which is
-     * finished first (found by review: the probe trims once a restart)
+     * a restarted engine's blocks all go even during a mend, at its end
+     * (found by review: the probe trims once a restart; then, that
+     * finishing the mend first held every worker for the rest of it)
      */
 
     test_killed_fill();
@@ -1705,13 +1715,52 @@ test_sliced(void)
 
     k = ngx_http_prefix_route_index_trim(&idx, peers[1], 0, NULL);
 
-    idx.mend_steps = NGX_MAX_INT_T_VALUE;
+    test_ok(n >= 12 && k == 0 && idx.sh->changing != 0
+            && idx.sh->mend.slices == 0 && peers[1]->wiped,
+            "sliced: a restarted engine's trim during a mend waits, and "
+            "takes no slice");
 
-    test_ok(n >= 12 && k == n && idx.sh->changing == 0
-            && peers[1]->blocks == 0 && test_match(39, 12, 1) == 0
+    slices = test_sliced_mend(8);
+
+    test_ok(slices > 100 && idx.sh->changing == 0 && peers[1]->blocks == 0
+            && !peers[1]->wiped && test_match(39, 12, 1) == 0
             && test_match(40, 12, 0) == 12 && test_check() == 0,
-            "sliced: a restarted engine's blocks go during a mend, which "
-            "ends first");
+            "sliced: its blocks go at the mend's end, the other server's "
+            "stay");
+
+    /* killed at each point of such a mend's end: the drop done after */
+
+    bad = 0;
+
+    for (k = 1; /* void */ ; k++) {
+        test_killed_fill();
+        idx.sh->changing = (ngx_uint_t) -1;
+        (void) ngx_http_prefix_route_index_trim(&idx, peers[1], 0, NULL);
+
+        pid = fork();
+
+        if (pid == 0) {
+            test_kill = k;
+            (void) ngx_http_prefix_route_index_ready(&idx);
+            _exit(1);
+        }
+
+        (void) waitpid(pid, &status, 0);
+
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            break;
+        }
+
+        bad += (!ngx_http_prefix_route_index_ready(&idx) || peers[1]->wiped
+                || peers[1]->blocks != 0 || test_check() != 0);
+    }
+
+    (void) snprintf(name, sizeof(name), "sliced: killed at each of the %u "
+                    "writes of a mend and a restart's drop after it: "
+                    "dropped after the next (%u not)", (unsigned) (k - 1),
+                    (unsigned) bad);
+    test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && k > 100
+            && bad == 0, name);
 
     /* killed at each point of a mend in slices of 5 steps: mended anew */
 
