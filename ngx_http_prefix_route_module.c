@@ -1504,7 +1504,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
             c->inflight = lp->load.inflight;
             c->decoding = lp->load.inflight > lp->load.waiting
                           ? lp->load.inflight - lp->load.waiting : 0;
-            c->cached = lp->blocks;
+            /* a mend recounts the blocks: none is trusted until it ends */
+            c->cached = mending ? 0 : lp->blocks;
 
             /* others' requests there, by the engine's last fresh gauges */
 

@@ -617,7 +617,7 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
 ngx_uint_t
 ngx_http_prefix_route_index_ready(ngx_http_prefix_route_index_t *idx)
 {
-    ngx_uint_t                     i;
+    ngx_uint_t                     i, n, dropped;
     ngx_http_prefix_route_sh_t    *sh;
     ngx_http_prefix_route_peer_t  *peer;
 
@@ -632,21 +632,33 @@ ngx_http_prefix_route_index_ready(ngx_http_prefix_route_index_t *idx)
     }
 
     /*
-     * the restarts seen during the mend: their servers' blocks go, each
-     * in a change of its own, the mark cleared inside it so that a death
-     * there leaves it for the next mend
+     * the restarts seen during the mend: their servers' blocks go while
+     * the zone is still marked, so that a death before the mark is
+     * cleared mends again and drops them again
      */
+
+    n = 0;
+    dropped = 0;
 
     for (i = 0; i < sh->npeers; i++) {
         peer = sh->slots[i];
 
         if (peer->wiped) {
-            (void) ngx_http_prefix_route_index_begin(idx,
-                                            NGX_HTTP_PREFIX_ROUTE_NO_CHAIN);
-            (void) ngx_http_prefix_route_index_cut(idx, peer, 0, NULL);
+            ngx_http_prefix_route_kill_point();
+            dropped += ngx_http_prefix_route_index_cut(idx, peer, 0, NULL);
             peer->wiped = 0;
-            ngx_http_prefix_route_index_end(idx);
+            n++;
+            ngx_http_prefix_route_kill_point();
         }
+    }
+
+    ngx_http_prefix_route_index_end(idx);
+
+    if (n) {
+        ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                      "prefix_route: %ui blocks of %ui servers whose "
+                      "engines restarted during the mend are forgotten",
+                      dropped, n);
     }
 
     return 1;
@@ -658,8 +670,9 @@ ngx_http_prefix_route_index_ready(ngx_http_prefix_route_index_t *idx)
  * + 1, or NGX_HTTP_PREFIX_ROUTE_NO_CHAIN); the mutex is ours, so a mark
  * found set is a change whose worker died in it, whose mend is left to
  * ready()'s callers: a request that took a slice would wait for it and
- * make the others wait (design.md, "In slices").  Returns 1, the change
- * to be ended by end(), or 0 while a mend is left: no change.
+ * make the others wait (design.md, "In slices"; the balancer takes one
+ * only when the mend timers are late).  Returns 1, the change to be
+ * ended by end(), or 0 while a mend is left: no change.
  */
 
 static ngx_uint_t
@@ -1098,13 +1111,17 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
                           "unpinned, %ui index pairs dropped, %ui slices)",
                           m->n, m->nlost, m->slices);
 
-            /* a death before the mark goes finds no mend begun: anew */
+            /*
+             * a death before the mark goes finds no mend begun: anew; the
+             * mark stays for ready(), which clears it after the drops of
+             * the servers whose engines restarted meanwhile
+             */
 
             ngx_memzero(m, sizeof(ngx_http_prefix_route_mend_t));
 
             ngx_http_prefix_route_order();
 
-            sh->changing = 0;
+            sh->changing = NGX_HTTP_PREFIX_ROUTE_NO_CHAIN;
 
             return 1;
         }

@@ -385,12 +385,13 @@ ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
  * slices of at most idx->mend_steps steps (buckets, entries and holders
  * visited, list links walked: NGX_HTTP_PREFIX_ROUTE_MEND_STEPS if 0),
  * one a call of this function, whichever process makes it (each worker's
- * mend timer, a reload that adds a server, the check); until the last, the functions below find nothing in
- * the index and record nothing in it, and take no slice themselves, so
- * requests are routed by load alone at their usual cost.  After the last
- * slice, the blocks of the servers whose engines restarted meanwhile go
- * (ngx_http_prefix_route_index_trim()).  The caller holds the zone
- * mutex.  Returns 1 when no mend is left, else 0.
+ * mend timer, the balancer when the timers are late, a reload that adds
+ * a server, the check); until the last, the functions below find nothing
+ * in the index and record nothing in it, and take no slice themselves,
+ * so requests are routed by load alone at their usual cost.  After the
+ * last slice, the blocks of the servers whose engines restarted meanwhile
+ * go (ngx_http_prefix_route_index_trim()), a notice logged.  The caller
+ * holds the zone mutex.  Returns 1 when no mend is left, else 0.
  */
 ngx_uint_t ngx_http_prefix_route_index_ready(
     ngx_http_prefix_route_index_t *idx);

@@ -305,10 +305,12 @@ status() {
 }
 
 # the module's walk of the index of UPSTREAM (llm) with GET /status?check=1:
-# true when it found it consistent (index_errors 0), which it prints
+# true when it found it consistent (index_errors 0), which it prints; the
+# walk may take $check_time s (10; a full 256m zone takes more)
 index_check() {
     local e
-    e=$(curl -sS --max-time 10 "http://127.0.0.1:$port/status?check=1&format=json" \
+    e=$(curl -sS --max-time "${check_time:-10}" \
+             "http://127.0.0.1:$port/status?check=1&format=json" \
         | perl "$stress_lib/status.pl" "${1:-llm}" index_errors 2> /dev/null) \
         || e=none
     echo "    index_errors of ${1:-llm}: $e"
