@@ -487,17 +487,19 @@ ngx_http_prefix_route_sweep(ngx_event_t *ev)
 
 
 /*
- * A zone whose index a worker's death left to mend: the mend timer takes
- * a slice each millisecond, with or without requests, unless another
- * holds the mutex (ngx_http_prefix_route_mend_due()).  "changing" is
- * read without the mutex: a change another worker has under way arms the
- * timer for one round in vain.
+ * A zone whose index a worker's death left to mend, or with a restarted
+ * engine's blocks to drop: the mend timer takes a slice each millisecond,
+ * with or without requests, unless another holds the mutex
+ * (ngx_http_prefix_route_mend_due()).  "changing" is read without the
+ * mutex: a change another worker has under way arms the timer for one
+ * round in vain.
  */
 
 static void
 ngx_http_prefix_route_mend_soon(ngx_http_prefix_route_index_t *idx)
 {
-    if (idx->sh->changing && !ngx_http_prefix_route_mend_event.timer_set
+    if ((idx->sh->changing || idx->sh->wiping)
+        && !ngx_http_prefix_route_mend_event.timer_set
         && !ngx_exiting && !ngx_quit && !ngx_terminate)
     {
         ngx_add_timer(&ngx_http_prefix_route_mend_event, 1);
@@ -524,7 +526,7 @@ ngx_http_prefix_route_mend(ngx_event_t *ev)
 static void
 ngx_http_prefix_route_mend_slice(ngx_http_prefix_route_index_t *idx)
 {
-    if (idx->sh->changing == 0) {
+    if (idx->sh->changing == 0 && idx->sh->wiping == 0) {
         return;
     }
 
@@ -546,10 +548,11 @@ ngx_http_prefix_route_mend_slice(ngx_http_prefix_route_index_t *idx)
 
 
 /*
- * Takes a slice of the zone's mend (ngx_http_prefix_route_index_ready())
- * if none was taken for "late" ns: a timer's at once, a request's only
- * when the timers are late (design.md, "In slices").  The caller holds
- * the zone mutex.
+ * Takes a slice of the zone's mend (ngx_http_prefix_route_index_ready()),
+ * or when none is left of a restarted engine's drop
+ * (ngx_http_prefix_route_index_clear()), if none was taken for "late"
+ * ns: a timer's at once, a request's only when the timers are late
+ * (design.md, "In slices").  The caller holds the zone mutex.
  */
 
 static void
@@ -562,14 +565,19 @@ ngx_http_prefix_route_mend_due(ngx_http_prefix_route_index_t *idx,
 
     /* a signed difference: the clock is each worker's reading */
 
-    if (sh->changing == 0
+    if ((sh->changing == 0 && sh->wiping == 0)
         || (int64_t) (ngx_http_prefix_route_clock() - sh->mend_last)
            < (int64_t) late)
     {
         return;
     }
 
-    (void) ngx_http_prefix_route_index_ready(idx);
+    if (sh->changing) {
+        (void) ngx_http_prefix_route_index_ready(idx);
+
+    } else {
+        (void) ngx_http_prefix_route_index_clear(idx);
+    }
 
     sh->mend_last = ngx_http_prefix_route_clock();
 }
@@ -1418,7 +1426,8 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     size_t                              longest, first, expect;
     uint64_t                           *id, t, hold;
     ngx_int_t                           k, vk;
-    ngx_uint_t                          i, b, held, probed, virt, mending;
+    ngx_uint_t                          i, b, held, probed, virt, mending,
+                                        pending;
     ngx_slab_pool_t                    *shpool;
     ngx_http_upstream_rr_peer_t        *peer, *best;
     ngx_http_prefix_route_peer_t      **shared, *sp, *lp;
@@ -1469,8 +1478,9 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
      */
 
     mending = (idx->sh->changing != 0);
+    pending = (mending || idx->sh->wiping);
 
-    if (mending) {
+    if (pending) {
         ngx_http_prefix_route_mend_due(idx, NGX_HTTP_PREFIX_ROUTE_MEND_LATE);
     }
 
@@ -1504,8 +1514,11 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
             c->inflight = lp->load.inflight;
             c->decoding = lp->load.inflight > lp->load.waiting
                           ? lp->load.inflight - lp->load.waiting : 0;
-            /* a mend recounts the blocks: none is trusted until it ends */
-            c->cached = mending ? 0 : lp->blocks;
+            /*
+             * a mend recounts the blocks, a restarted engine's go: none
+             * is trusted until then
+             */
+            c->cached = (mending || lp->wiped) ? 0 : lp->blocks;
 
             /* others' requests there, by the engine's last fresh gauges */
 
@@ -1526,7 +1539,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     hold = ngx_http_prefix_route_clock() - t;
     ngx_shmtx_unlock(&shpool->mutex);
 
-    if (mending) {
+    if (pending) {
         ngx_http_prefix_route_mend_soon(idx);
     }
 

@@ -589,6 +589,16 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
         e = ngx_http_prefix_route_ptr(idx, e->parent);
     }
 
+    /* a restarted engine's blocks are not trusted while they go */
+
+    if (idx->sh->wiping) {
+        for (k = 0; k < ngx_min(npos, idx->sh->npeers); k++) {
+            if (idx->sh->slots[k]->wiped && pos[k] < npeers) {
+                match[pos[k]] = 0;
+            }
+        }
+    }
+
     return d;
 }
 
@@ -601,7 +611,9 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
 {
     ngx_uint_t  i;
 
-    if (!ngx_http_prefix_route_index_begin(idx, peer->slot + 1)) {
+    if (peer->wiped
+        || !ngx_http_prefix_route_index_begin(idx, peer->slot + 1))
+    {
         *held = 0;
         return 0;
     }
@@ -617,13 +629,7 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
 ngx_uint_t
 ngx_http_prefix_route_index_ready(ngx_http_prefix_route_index_t *idx)
 {
-    ngx_uint_t                     i, n, dropped;
-    ngx_http_prefix_route_sh_t    *sh;
-    ngx_http_prefix_route_peer_t  *peer;
-
-    sh = idx->sh;
-
-    if (sh->changing == 0) {
+    if (idx->sh->changing == 0) {
         return 1;
     }
 
@@ -631,37 +637,91 @@ ngx_http_prefix_route_index_ready(ngx_http_prefix_route_index_t *idx)
         return 0;
     }
 
-    /*
-     * the restarts seen during the mend: their servers' blocks go while
-     * the zone is still marked, so that a death before the mark is
-     * cleared mends again and drops them again
-     */
+    ngx_http_prefix_route_index_end(idx);
 
-    n = 0;
-    dropped = 0;
+    return 1;
+}
 
-    for (i = 0; i < sh->npeers; i++) {
+
+ngx_uint_t
+ngx_http_prefix_route_index_wipe(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer)
+{
+    /* the zone's flag first: a death between leaves it set in vain */
+
+    idx->sh->wiping = 1;
+    ngx_http_prefix_route_order();
+    peer->wiped = 1;
+
+    return peer->blocks;
+}
+
+
+ngx_uint_t
+ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
+{
+    ngx_uint_t                     i, n, left, steps;
+    ngx_http_prefix_route_sh_t    *sh;
+    ngx_http_prefix_route_peer_t  *peer;
+
+    sh = idx->sh;
+
+    if (sh->wiping == 0) {
+        return 1;
+    }
+
+    if (!ngx_http_prefix_route_index_begin(idx,
+                                           NGX_HTTP_PREFIX_ROUTE_NO_CHAIN))
+    {
+        return 0;
+    }
+
+    steps = idx->mend_steps ? (ngx_uint_t) idx->mend_steps / 16 + 1
+                            : NGX_HTTP_PREFIX_ROUTE_MEND_STEPS / 16;
+    left = 0;
+
+    for (i = 0; i < sh->npeers && steps; i++) {
         peer = sh->slots[i];
 
-        if (peer->wiped) {
-            ngx_http_prefix_route_kill_point();
-            dropped += ngx_http_prefix_route_index_cut(idx, peer, 0, NULL);
-            peer->wiped = 0;
-            n++;
-            ngx_http_prefix_route_kill_point();
+        if (!peer->wiped) {
+            continue;
         }
+
+        /* down to "capacity": at most "steps" of them, 0 the rest */
+
+        n = ngx_http_prefix_route_index_cut(idx, peer,
+                                            peer->blocks > steps
+                                            ? peer->blocks - steps : 0,
+                                            NULL);
+
+        steps -= ngx_min(n, steps);
+
+        /* none dropped: none left, or (an index in error) none can go */
+
+        if (n == 0 || peer->blocks == 0) {
+            ngx_http_prefix_route_kill_point();
+            peer->wiped = 0;
+
+            ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                          "prefix_route: the blocks of server %*s, whose "
+                          "engine restarted, are all dropped",
+                          peer->len, peer->name);
+            continue;
+        }
+
+        left = 1;
     }
+
+    for ( /* void */ ; i < sh->npeers; i++) {
+        left |= sh->slots[i]->wiped;
+    }
+
+    ngx_http_prefix_route_kill_point();
+    sh->wiping = left;
 
     ngx_http_prefix_route_index_end(idx);
 
-    if (n) {
-        ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
-                      "prefix_route: %ui blocks of %ui servers whose "
-                      "engines restarted during the mend are forgotten",
-                      dropped, n);
-    }
-
-    return 1;
+    return !left;
 }
 
 
@@ -1750,17 +1810,6 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
     uint32_t *before)
 {
     ngx_uint_t  n;
-
-    /*
-     * a restarted engine's blocks all go, once: not to be lost to a mend
-     * under way, they go at its end (ready()), and not to hold every
-     * worker for the rest of it either (found by review, 2026-12-05)
-     */
-
-    if (capacity == 0 && before == NULL && idx->sh->changing) {
-        peer->wiped = 1;
-        return 0;
-    }
 
     if (!ngx_http_prefix_route_index_begin(idx,
                                            NGX_HTTP_PREFIX_ROUTE_NO_CHAIN))

@@ -157,9 +157,10 @@ typedef struct {
 
     ngx_uint_t                       requests;  /* routed here */
     ngx_uint_t                       hits;      /* of which with a match */
-    ngx_uint_t                       wiped;     /* its engine restarted
-                                                   during a mend: all its
-                                                   blocks go at its end */
+    ngx_uint_t                       wiped;     /* its engine restarted:
+                                                   its blocks are not
+                                                   trusted and go, in
+                                                   slices */
 
     ngx_http_prefix_route_feedback_t fb;
     ngx_http_prefix_route_probe_t    probe;
@@ -280,6 +281,9 @@ typedef struct {
                                                    when the mend's last
                                                    slice ended (the
                                                    module's timers) */
+    ngx_uint_t                       wiping;    /* a peer may be wiped:
+                                                   set before it, cleared
+                                                   after the last */
 
     uint64_t                        *live;      /* the mend's marks: a
                                                    bit a 32-byte chunk */
@@ -388,12 +392,35 @@ ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
  * mend timer, the balancer when the timers are late, a reload that adds
  * a server, the check); until the last, the functions below find nothing
  * in the index and record nothing in it, and take no slice themselves,
- * so requests are routed by load alone at their usual cost.  After the
- * last slice, the blocks of the servers whose engines restarted meanwhile
- * go (ngx_http_prefix_route_index_trim()), a notice logged.  The caller
+ * so requests are routed by load alone at their usual cost.  The caller
  * holds the zone mutex.  Returns 1 when no mend is left, else 0.
  */
 ngx_uint_t ngx_http_prefix_route_index_ready(
+    ngx_http_prefix_route_index_t *idx);
+
+/*
+ * A restarted engine's blocks (prefix_route_probe): from this call on the
+ * index believes "peer" holds nothing, match() finds none of its blocks
+ * and record() keeps none for it, until its holders are all dropped by
+ * ngx_http_prefix_route_index_clear(), as a mend is done, in slices: at
+ * once under the mutex, a full 256m zone held every worker 0.43 s
+ * (design.md, "Engine probes").  Returns the number of blocks it held
+ * (low during a mend, which recounts them).
+ */
+ngx_uint_t ngx_http_prefix_route_index_wipe(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer);
+
+/*
+ * Drops a sixteenth of idx->mend_steps holders at most, 1,024 by default
+ * (a removal, its entry often freed too, costs as much as 16 of the
+ * mend's steps: a quarter gave slices of up to 17 ms in a 256m zone where
+ * the mend's took 6, bench/mend/mend_bench.c), of the servers
+ * ngx_http_prefix_route_index_wipe() marked, their least recently used
+ * first, as one change: a death inside it is mended, and the drop goes
+ * on after.  Nothing while a mend is left.  The caller holds the zone
+ * mutex.  Returns 1 when no drop is left, else 0.
+ */
+ngx_uint_t ngx_http_prefix_route_index_clear(
     ngx_http_prefix_route_index_t *idx);
 
 /*
@@ -459,9 +486,9 @@ ngx_uint_t ngx_http_prefix_route_index_stamp(
  * "capacity" blocks (0: no limit), or while the block of its least
  * recently used holder was last recorded before *before (ms, a signed
  * difference of 32-bit stamps: a block not recorded for 24.8 days looks
- * recent; NULL: no such limit); with neither limit, all of them (a
- * restarted engine's; during a mend they go at its end).  Returns the
- * number dropped: 0 while a mend is under way.
+ * recent; NULL: no such limit); with neither limit, all of them at once
+ * (a restarted engine's go by ngx_http_prefix_route_index_wipe()).
+ * Returns the number dropped: 0 while a mend is under way.
  */
 ngx_uint_t ngx_http_prefix_route_index_trim(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,

@@ -791,7 +791,7 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
                  * out of order) is a little lower; every block recorded
                  * goes, whatever its stamp
                  */
-                dropped = ngx_http_prefix_route_index_trim(idx, sp, 0, NULL);
+                dropped = ngx_http_prefix_route_index_wipe(idx, sp);
                 pb->restarts++;
                 restarted = 1;
                 served = pb->served;
@@ -856,7 +856,7 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
     if (restarted) {
         ngx_log_error(NGX_LOG_NOTICE, &s->log, 0,
                       "prefix_route: the engine restarted (its counter "
-                      "fell from %uL to %uL), the index forgot %ui of its "
+                      "fell from %uL to %uL), the index forgets its %ui "
                       "blocks", (uint64_t) served, (uint64_t) m->served,
                       dropped);
     }

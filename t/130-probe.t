@@ -218,7 +218,7 @@ the prompt held before is a MISS again.
  "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+", "", ""]
 --- response_body_like eval
 ["ok", ("^b1\n\\z") x 2, "", "ok", ("^b1\n\\z") x 2, qr/"probe_restarts":1,/,
- qr/\[notice\] .*prefix_route: the engine restarted \(its counter fell from 1000 to 5\), the index forgot [1-9]\d* of its blocks/]
+ qr/\[notice\] .*prefix_route: the engine restarted \(its counter fell from 1000 to 5\), the index forgets its [1-9]\d* blocks/]
 --- no_error_log
 [alert]
 [crit]

@@ -16,7 +16,11 @@
  * is timed in one slice, after the second in slices of the module's
  * default steps (NGX_HTTP_PREFIX_ROUTE_MEND_STEPS), each slice timed;
  * the index is checked after each mend (index_check(), its errors
- * counted).  Prints a Markdown table, one line a zone size, number of
+ * counted).  Then a restarted engine's drop (index_wipe()): the blocks of
+ * server 0 in slices of the default's (index_clear()), the total and the
+ * longest slice, against server 1's dropped at once (index_trim() with no
+ * limit, as until 2026-12-06).  Prints a Markdown table, one line a zone
+ * size, number of
  * servers and fill: "spread", each prompt sent to one server in turn;
  * "everywhere", each to every server (an entry per block with a holder
  * per server: until the mend marked the holders it found, it checked each
@@ -60,9 +64,10 @@ main(int argc, char **argv)
     int           status;
     double        t, sum, longest, rec[BENCH_RECORDS];
     double        whole[BENCH_KILLS], sliced[BENCH_KILLS], slices[BENCH_KILLS];
+    double        once, drop, dropped, longest_drop;
     size_t        mib[8];
     ngx_int_t     bad;
-    ngx_uint_t    i, j, n, s, f, nmib, nmend, done;
+    ngx_uint_t    i, j, n, s, f, nmib, nmend, done, entries, holders;
     ngx_pid_t     pid;
     ngx_pool_t   *pool;
 
@@ -88,9 +93,10 @@ main(int argc, char **argv)
 
     printf("| zone | servers | fill | entries | holders | record ms | "
            "deaths | mend ms, one slice | slices | slice ms, max | "
-           "mend ms, slices | check errors |\n");
+           "mend ms, slices | check errors | a server's blocks | "
+           "drop ms, at once | drop ms, slices | slices | slice ms, max |\n");
     printf("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: "
-           "| ---: | ---: | ---: |\n");
+           "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
 
     for (i = 0; i < nmib; i++) {
         for (s = 0; s < sizeof(servers) / sizeof(servers[0]); s++) {
@@ -173,17 +179,46 @@ main(int argc, char **argv)
                     return 1;
                 }
 
+                /* a restart's drop: server 0 in slices, 1 at once */
+
+                entries = idx.sh->entries;
+                holders = idx.sh->holders;
+                dropped = (double) peers[0]->blocks;
+                (void) ngx_http_prefix_route_index_wipe(&idx, peers[0]);
+                idx.mend_steps = 0;
+                n = 0;
+                drop = 0;
+                longest_drop = 0;
+
+                do {
+                    n++;
+                    t = bench_ms();
+                    done = ngx_http_prefix_route_index_clear(&idx);
+                    t = bench_ms() - t;
+                    drop += t;
+                    longest_drop = ngx_max(longest_drop, t);
+                } while (!done);
+
+                idx.mend_steps = NGX_MAX_INT_T_VALUE;
+
+                t = bench_ms();
+                (void) ngx_http_prefix_route_index_trim(&idx, peers[1], 0,
+                                                        NULL);
+                once = bench_ms() - t;
+
                 qsort(whole, nmend, sizeof(double), bench_cmp);
                 qsort(sliced, nmend, sizeof(double), bench_cmp);
                 qsort(slices, nmend, sizeof(double), bench_cmp);
 
                 printf("| %u MiB | %u | %s | %u | %u | %.3f | %u | %.2f "
-                       "| %.0f | %.2f | %.2f | %d |\n",
+                       "| %.0f | %.2f | %.2f | %d | %.0f | %.2f | %.2f "
+                       "| %u | %.2f |\n",
                        (unsigned) mib[i], (unsigned) npeers, fill[f],
-                       (unsigned) idx.sh->entries, (unsigned) idx.sh->holders,
+                       (unsigned) entries, (unsigned) holders,
                        rec[BENCH_RECORDS / 2], (unsigned) (2 * nmend),
                        whole[nmend / 2], slices[nmend / 2], longest,
-                       sliced[nmend / 2], (int) bad);
+                       sliced[nmend / 2], (int) bad, dropped, once, drop,
+                       (unsigned) n, longest_drop);
                 fflush(stdout);
             }
         }
