@@ -164,7 +164,6 @@ static ngx_int_t ngx_http_prefix_route_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_prefix_route_init_process(ngx_cycle_t *cycle);
 static void ngx_http_prefix_route_exit_process(ngx_cycle_t *cycle);
 static void ngx_http_prefix_route_sweep(ngx_event_t *ev);
-static void ngx_http_prefix_route_mend_soon(ngx_http_prefix_route_index_t *idx);
 static void ngx_http_prefix_route_mend(ngx_event_t *ev);
 static void ngx_http_prefix_route_mend_slice(
     ngx_http_prefix_route_index_t *idx);
@@ -495,10 +494,10 @@ ngx_http_prefix_route_sweep(ngx_event_t *ev)
  * round in vain.
  */
 
-static void
+void
 ngx_http_prefix_route_mend_soon(ngx_http_prefix_route_index_t *idx)
 {
-    if ((idx->sh->changing || idx->sh->wiping)
+    if ((idx->sh->changing || idx->sh->dropping)
         && !ngx_http_prefix_route_mend_event.timer_set
         && !ngx_exiting && !ngx_quit && !ngx_terminate)
     {
@@ -526,7 +525,7 @@ ngx_http_prefix_route_mend(ngx_event_t *ev)
 static void
 ngx_http_prefix_route_mend_slice(ngx_http_prefix_route_index_t *idx)
 {
-    if (idx->sh->changing == 0 && idx->sh->wiping == 0) {
+    if (idx->sh->changing == 0 && idx->sh->dropping == 0) {
         return;
     }
 
@@ -565,7 +564,7 @@ ngx_http_prefix_route_mend_due(ngx_http_prefix_route_index_t *idx,
 
     /* a signed difference: the clock is each worker's reading */
 
-    if ((sh->changing == 0 && sh->wiping == 0)
+    if ((sh->changing == 0 && sh->dropping == 0)
         || (int64_t) (ngx_http_prefix_route_clock() - sh->mend_last)
            < (int64_t) late)
     {
@@ -1478,7 +1477,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
      */
 
     mending = (idx->sh->changing != 0);
-    pending = (mending || idx->sh->wiping);
+    pending = (mending || idx->sh->dropping);
 
     if (pending) {
         ngx_http_prefix_route_mend_due(idx, NGX_HTTP_PREFIX_ROUTE_MEND_LATE);
@@ -2203,7 +2202,7 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     size_t                             wm;
     int64_t                            d, o;
     uint64_t                           sample, bpt, predicted, would, tol;
-    ngx_uint_t                         n, i, k, a, wa, dropped;
+    ngx_uint_t                         n, i, k, a, wa, dropped, stale;
     ngx_msec_t                         now;
     ngx_http_prefix_route_sh_t        *sh;
     ngx_http_prefix_route_peer_t      *sp;
@@ -2219,6 +2218,7 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     now = ngx_current_msec;
     predicted = 0;
     dropped = 0;
+    stale = 0;
 
     ctx->reported = t->has_cached;
     ctx->cached = t->cached;
@@ -2371,7 +2371,10 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     } else if (t->cached < predicted) {
         fb->under++;
 
+        /* a restarted engine's blocks all go already */
+
         if (prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
+            && !sp->wiped
             && ctx->stamped
             && (sample || ctx->tokens)
             && !ctx->foreign_salt
@@ -2383,6 +2386,7 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
             dropped = ngx_http_prefix_route_index_trim(idx, sp, 0,
                                                        &ctx->stamp);
             fb->dropped += dropped;
+            stale = sp->stale;
         }
 
     } else {
@@ -2393,14 +2397,19 @@ done:
 
     ngx_shmtx_unlock(&idx->shpool->mutex);
 
+    if (stale) {
+        ngx_http_prefix_route_mend_soon(idx);
+    }
+
     /* counts and the server only: when and where the index was trimmed */
 
     if (dropped && r->upstream && r->upstream->peer.name) {
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "prefix_route: %V held %uL of %uL cached tokens "
                       "predicted, an eviction: %ui index pairs recorded "
-                      "before the prefix dropped",
-                      r->upstream->peer.name, t->cached, predicted, dropped);
+                      "before the prefix dropped%s",
+                      r->upstream->peer.name, t->cached, predicted, dropped,
+                      stale ? ", the rest in slices" : "");
     }
 
     ngx_log_debug5(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,

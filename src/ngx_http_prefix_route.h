@@ -99,4 +99,12 @@ extern ngx_module_t  ngx_http_prefix_route_module;
 extern ngx_str_t     ngx_http_prefix_route_status_names[];
 
 
+/*
+ * Arms this worker's mend timer, which takes a slice of the zone's mend
+ * or drop each millisecond while one is left (..._module.c); nothing if
+ * none is left or the worker is exiting.
+ */
+void ngx_http_prefix_route_mend_soon(ngx_http_prefix_route_index_t *idx);
+
+
 #endif /* _NGX_HTTP_PREFIX_ROUTE_H_INCLUDED_ */

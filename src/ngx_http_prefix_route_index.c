@@ -179,7 +179,9 @@ static void ngx_http_prefix_route_index_end(
     ngx_http_prefix_route_index_t *idx);
 static ngx_uint_t ngx_http_prefix_route_index_cut(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
-    ngx_uint_t capacity, uint32_t *before);
+    ngx_uint_t capacity, uint32_t *before, ngx_uint_t limit);
+static ngx_uint_t ngx_http_prefix_route_index_slice(
+    ngx_http_prefix_route_index_t *idx);
 static ngx_uint_t ngx_http_prefix_route_index_repair(
     ngx_http_prefix_route_index_t *idx);
 static ngx_uint_t ngx_http_prefix_route_index_buckets(
@@ -591,7 +593,7 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
 
     /* a restarted engine's blocks are not trusted while they go */
 
-    if (idx->sh->wiping) {
+    if (idx->sh->dropping) {
         for (k = 0; k < ngx_min(npos, idx->sh->npeers); k++) {
             if (idx->sh->slots[k]->wiped && pos[k] < npeers) {
                 match[pos[k]] = 0;
@@ -649,7 +651,7 @@ ngx_http_prefix_route_index_wipe(ngx_http_prefix_route_index_t *idx,
 {
     /* the zone's flag first: a death between leaves it set in vain */
 
-    idx->sh->wiping = 1;
+    idx->sh->dropping = 1;
     ngx_http_prefix_route_order();
     peer->wiped = 1;
 
@@ -666,7 +668,7 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
 
     sh = idx->sh;
 
-    if (sh->wiping == 0) {
+    if (sh->dropping == 0) {
         return 1;
     }
 
@@ -676,48 +678,64 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
         return 0;
     }
 
-    steps = idx->mend_steps ? (ngx_uint_t) idx->mend_steps / 16 + 1
-                            : NGX_HTTP_PREFIX_ROUTE_MEND_STEPS / 16;
+    steps = ngx_http_prefix_route_index_slice(idx);
     left = 0;
 
     for (i = 0; i < sh->npeers && steps; i++) {
         peer = sh->slots[i];
 
+        if (peer->wiped) {
+            n = ngx_http_prefix_route_index_cut(idx, peer, 0, NULL, steps);
+
+        } else if (peer->stale) {
+            n = ngx_http_prefix_route_index_cut(idx, peer, 0,
+                                                &peer->stale_before, steps);
+            peer->fb.dropped += n;
+
+        } else {
+            continue;
+        }
+
+        /* fewer than asked: none left (or none can go, an index in error) */
+
+        if (n == steps) {
+            steps = 0;
+            left = 1;
+            break;
+        }
+
+        steps -= n;
+
+        ngx_http_prefix_route_kill_point();
+        peer->stale = 0;
+
         if (!peer->wiped) {
             continue;
         }
 
-        /* down to "capacity": at most "steps" of them, 0 the rest */
+        peer->wiped = 0;
 
-        n = ngx_http_prefix_route_index_cut(idx, peer,
-                                            peer->blocks > steps
-                                            ? peer->blocks - steps : 0,
-                                            NULL);
-
-        steps -= ngx_min(n, steps);
-
-        /* none dropped: none left, or (an index in error) none can go */
-
-        if (n == 0 || peer->blocks == 0) {
-            ngx_http_prefix_route_kill_point();
-            peer->wiped = 0;
-
+        if (peer->blocks == 0) {
             ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                           "prefix_route: the blocks of server %*s, whose "
                           "engine restarted, are all dropped",
                           peer->len, peer->name);
-            continue;
-        }
 
-        left = 1;
+        } else {
+            ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
+                          "prefix_route: %ui blocks of server %*s, whose "
+                          "engine restarted, cannot be dropped: the index "
+                          "is in error (status ?check=1)",
+                          peer->blocks, peer->len, peer->name);
+        }
     }
 
     for ( /* void */ ; i < sh->npeers; i++) {
-        left |= sh->slots[i]->wiped;
+        left |= (sh->slots[i]->wiped || sh->slots[i]->stale);
     }
 
     ngx_http_prefix_route_kill_point();
-    sh->wiping = left;
+    sh->dropping = left;
 
     ngx_http_prefix_route_index_end(idx);
 
@@ -888,7 +906,7 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
 
     if (capacity) {
         sh->forgotten += ngx_http_prefix_route_index_cut(idx, peer,
-                                                         capacity, NULL);
+                                                         capacity, NULL, 0);
     }
 
     for (d = 0; d < k; d++) {
@@ -1173,8 +1191,7 @@ ngx_http_prefix_route_index_repair(ngx_http_prefix_route_index_t *idx)
 
             /*
              * a death before the mark goes finds no mend begun: anew; the
-             * mark stays for ready(), which clears it after the drops of
-             * the servers whose engines restarted meanwhile
+             * mark stays for ready() to clear
              */
 
             ngx_memzero(m, sizeof(ngx_http_prefix_route_mend_t));
@@ -1809,7 +1826,7 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity,
     uint32_t *before)
 {
-    ngx_uint_t  n;
+    ngx_uint_t  n, limit;
 
     if (!ngx_http_prefix_route_index_begin(idx,
                                            NGX_HTTP_PREFIX_ROUTE_NO_CHAIN))
@@ -1817,19 +1834,48 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
         return 0;
     }
 
-    n = ngx_http_prefix_route_index_cut(idx, peer, capacity, before);
+    limit = ngx_http_prefix_route_index_slice(idx);
+    n = ngx_http_prefix_route_index_cut(idx, peer, capacity, before, limit);
+
+    /* more may be left: the rest in slices, up to the newest stamp asked */
+
+    if (n == limit && before != NULL) {
+        idx->sh->dropping = 1;
+        ngx_http_prefix_route_order();
+
+        if (!peer->stale || (int32_t) (*before - peer->stale_before) > 0) {
+            peer->stale_before = *before;
+        }
+
+        ngx_http_prefix_route_order();
+        peer->stale = 1;
+    }
+
     ngx_http_prefix_route_index_end(idx);
 
     return n;
 }
 
 
-/* ngx_http_prefix_route_index_trim() inside a change already marked */
+/* holders a slice of a drop takes out, at most */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_slice(ngx_http_prefix_route_index_t *idx)
+{
+    return idx->mend_steps ? (ngx_uint_t) idx->mend_steps / 16 + 1
+                           : NGX_HTTP_PREFIX_ROUTE_MEND_STEPS / 16;
+}
+
+
+/*
+ * ngx_http_prefix_route_index_trim() inside a change already marked, of
+ * at most "limit" holders (0: no limit)
+ */
 
 static ngx_uint_t
 ngx_http_prefix_route_index_cut(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity,
-    uint32_t *before)
+    uint32_t *before, ngx_uint_t limit)
 {
     ngx_uint_t                       n;
     ngx_http_prefix_route_link_t    *l;
@@ -1838,7 +1884,9 @@ ngx_http_prefix_route_index_cut(ngx_http_prefix_route_index_t *idx,
 
     n = 0;
 
-    while (peer->lru.prev != ngx_http_prefix_route_off(idx, &peer->lru)) {
+    while (peer->lru.prev != ngx_http_prefix_route_off(idx, &peer->lru)
+           && (limit == 0 || n < limit))
+    {
         l = ngx_http_prefix_route_ptr(idx, peer->lru.prev);
         h = (ngx_http_prefix_route_holder_t *) l;
         e = ngx_http_prefix_route_ptr(idx, h->entry);

@@ -161,6 +161,11 @@ typedef struct {
                                                    its blocks are not
                                                    trusted and go, in
                                                    slices */
+    ngx_uint_t                       stale;     /* its engine evicted:
+                                                   the blocks recorded
+                                                   before stale_before go,
+                                                   in slices */
+    uint32_t                         stale_before; /* ms, a stamp */
 
     ngx_http_prefix_route_feedback_t fb;
     ngx_http_prefix_route_probe_t    probe;
@@ -281,9 +286,10 @@ typedef struct {
                                                    when the mend's last
                                                    slice ended (the
                                                    module's timers) */
-    ngx_uint_t                       wiping;    /* a peer may be wiped:
-                                                   set before it, cleared
-                                                   after the last */
+    ngx_uint_t                       dropping;  /* a peer may be wiped
+                                                   or stale: set before
+                                                   it, cleared after the
+                                                   last */
 
     uint64_t                        *live;      /* the mend's marks: a
                                                    bit a 32-byte chunk */
@@ -415,10 +421,11 @@ ngx_uint_t ngx_http_prefix_route_index_wipe(
  * (a removal, its entry often freed too, costs as much as 16 of the
  * mend's steps: a quarter gave slices of up to 17 ms in a 256m zone where
  * the mend's took 6, bench/mend/mend_bench.c), of the servers
- * ngx_http_prefix_route_index_wipe() marked, their least recently used
- * first, as one change: a death inside it is mended, and the drop goes
- * on after.  Nothing while a mend is left.  The caller holds the zone
- * mutex.  Returns 1 when no drop is left, else 0.
+ * ngx_http_prefix_route_index_wipe() marked and of those whose trim by a
+ * stamp was left in part (ngx_http_prefix_route_index_trim()), their
+ * least recently used first, as one change: a death inside it is mended,
+ * and the drop goes on after.  Nothing while a mend is left.  The caller
+ * holds the zone mutex.  Returns 1 when no drop is left, else 0.
  */
 ngx_uint_t ngx_http_prefix_route_index_clear(
     ngx_http_prefix_route_index_t *idx);
@@ -430,9 +437,10 @@ ngx_uint_t ngx_http_prefix_route_index_clear(
  * number of leading blocks the peer at position i holds.  One hash-table
  * lookup a block plus a walk of the matched blocks that visits holders
  * only where their number changes, at most "budget" of them:
- * peers not met by then keep 0 (counted in sh->capped).  Returns the
- * number of blocks of the longest indexed prefix; 0, and no match, while
- * a mend is under way.
+ * peers not met by then keep 0 (counted in sh->capped), and so do those
+ * whose engine restarted while their blocks go
+ * (ngx_http_prefix_route_index_wipe()).  Returns the number of blocks of
+ * the longest indexed prefix; 0, and no match, while a mend is under way.
  */
 ngx_uint_t ngx_http_prefix_route_index_match(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
@@ -457,7 +465,8 @@ ngx_uint_t ngx_http_prefix_route_index_match(
  * is not enough the prefix is recorded only in part.  A record another
  * worker left under way (it died holding the mutex) is left to
  * ngx_http_prefix_route_index_ready() to mend: until the mend ends,
- * nothing is recorded and *held is 0.  Never fails.  Returns the
+ * nothing is recorded and *held is 0; nor for a peer whose engine
+ * restarted until its blocks are gone.  Never fails.  Returns the
  * number of blocks recorded, from the first.
  */
 ngx_uint_t ngx_http_prefix_route_index_record(
@@ -486,9 +495,13 @@ ngx_uint_t ngx_http_prefix_route_index_stamp(
  * "capacity" blocks (0: no limit), or while the block of its least
  * recently used holder was last recorded before *before (ms, a signed
  * difference of 32-bit stamps: a block not recorded for 24.8 days looks
- * recent; NULL: no such limit); with neither limit, all of them at once
- * (a restarted engine's go by ngx_http_prefix_route_index_wipe()).
- * Returns the number dropped: 0 while a mend is under way.
+ * recent; NULL: no such limit); with neither limit, all of them (a
+ * restarted engine's go by ngx_http_prefix_route_index_wipe()).  At most
+ * a slice of them now (ngx_http_prefix_route_index_clear()'s, 1,024);
+ * with "before", the rest in slices (peer->stale), while they are still
+ * found: a feedback trim of a full 256m zone's server held every worker
+ * 0.4 s at once.  Returns the number dropped now: 0 while a mend is under
+ * way.
  */
 ngx_uint_t ngx_http_prefix_route_index_trim(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,

@@ -835,6 +835,10 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
 
     ngx_shmtx_unlock(&idx->shpool->mutex);
 
+    if (restarted) {
+        ngx_http_prefix_route_mend_soon(idx);
+    }
+
     if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED) {
         ngx_log_error(NGX_LOG_INFO, &s->log, 0,
                       "prefix_route: probe failed: %s", reason);

@@ -1539,7 +1539,7 @@ test_sliced(void)
     ngx_int_t                      steps;
     uint64_t                       hash[TEST_MAX_BLOCKS];
     ngx_uint_t                     c, k, n, states, differ, few, bad, slices;
-    ngx_uint_t                     held;
+    ngx_uint_t                     held, t, sum;
     uint32_t                       stamp;
     ngx_pid_t                      pid;
     ngx_http_prefix_route_mend_t   mend;
@@ -1672,9 +1672,6 @@ test_sliced(void)
             && test_match(40, 12, 0) == 12 && test_check() == 0,
             "sliced: then the index is whole, the prompts held");
 
-    free(before);
-    free(whole);
-
     /*
      * a server added on reload while a mend is under way: the mend is
      * done first, as the new server's record may evict
@@ -1731,12 +1728,14 @@ test_sliced(void)
         n = peers[1]->blocks;
     }
 
+    bad += (peers[1]->blocks + 1 < n);
+
     (void) snprintf(name, sizeof(name), "wipe: its blocks go in %u slices "
                     "of one (%u were more or left the index in "
                     "error)", (unsigned) slices, (unsigned) bad);
     test_ok(slices > 12 && bad == 0, name);
 
-    test_ok(peers[1]->blocks == 0 && !peers[1]->wiped && !idx.sh->wiping
+    test_ok(peers[1]->blocks == 0 && !peers[1]->wiped && !idx.sh->dropping
             && test_record(39, 12, 1, 0) == 12 && test_match(39, 12, 1) == 12
             && test_match(40, 12, 0) == 12 && test_check() == 0,
             "wipe: then it records again, the other server's blocks stay");
@@ -1762,7 +1761,7 @@ test_sliced(void)
                     "a slice in all (%u slices took more), then the index "
                     "is empty", (unsigned) bad);
     test_ok(bad == 0 && idx.sh->holders == 0 && idx.sh->entries == 0
-            && !peers[0]->wiped && !peers[1]->wiped && !idx.sh->wiping
+            && !peers[0]->wiped && !peers[1]->wiped && !idx.sh->dropping
             && test_check() == 0, name);
 
     /* a restart seen during a mend: the drop waits for the mend's end */
@@ -1825,8 +1824,7 @@ test_sliced(void)
         /* wiped until the last holder is gone */
 
         bad += (idx.sh->changing == 0
-                || (!peers[1]->wiped && peers[1]->blocks != 0)
-                || test_match(39, 12, 1) != 0);
+                || (!peers[1]->wiped && peers[1]->blocks != 0));
 
         while (!ngx_http_prefix_route_index_ready(&idx)) {
             /* void */
@@ -1839,13 +1837,112 @@ test_sliced(void)
         }
 
         bad += (peers[1]->wiped || peers[1]->blocks != 0
-                || idx.sh->wiping || !test_killed_mended());
+                || idx.sh->dropping || !test_killed_mended());
     }
 
     (void) snprintf(name, sizeof(name), "wipe: killed at each of the %u "
                     "writes of a restarted engine's drop: its blocks not "
                     "trusted, then mended and dropped (%u not)",
                     (unsigned) (k - 1), (unsigned) bad);
+    test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && k > 100
+            && bad == 0, name);
+
+    /*
+     * a trim by a stamp (feedback=correct) of more than a slice: a slice
+     * at once, the rest in slices, the blocks found meanwhile; the same
+     * blocks go as in one trim
+     */
+
+    test_killed_fill();
+    test_chain(hash, 28, 12);
+    (void) ngx_http_prefix_route_index_stamp(&idx, hash[0], &stamp);
+    ngx_memcpy(before, zone, size);
+
+    n = ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &stamp);
+    k = peers[0]->blocks;
+    sum = 0;
+
+    for (t = 1; t <= 40; t++) {
+        sum = sum * 13 + test_match(t, 12, 0);
+    }
+
+    ngx_memcpy(zone, before, size);
+    idx.mend_steps = 8;
+
+    test_ok(n > 12
+            && ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &stamp)
+               == 1
+            && peers[0]->stale && idx.sh->dropping
+            && test_match(26, 12, 0) == 12,
+            "stale: a trim of more than a slice drops one slice, the rest "
+            "are still found");
+
+    bad = 0;
+
+    for (slices = 1; !ngx_http_prefix_route_index_clear(&idx); slices++) {
+        bad += (test_check() != 0);
+    }
+
+    idx.mend_steps = NGX_MAX_INT_T_VALUE;
+    held = 0;
+
+    for (t = 1; t <= 40; t++) {
+        held = held * 13 + test_match(t, 12, 0);
+    }
+
+    (void) snprintf(name, sizeof(name), "stale: the rest go in %u slices, "
+                    "the same %u blocks as one trim (%u left the index in "
+                    "error)", (unsigned) slices, (unsigned) n,
+                    (unsigned) bad);
+    test_ok(slices >= n && bad == 0 && peers[0]->blocks == k && held == sum
+            && !peers[0]->stale && !idx.sh->dropping
+            && peers[0]->fb.dropped == n - 1, name);
+
+    /* killed at each point of such a trim and its slices: mended */
+
+    bad = 0;
+
+    for (k = 1; /* void */ ; k++) {
+        test_killed_fill();
+        test_chain(hash, 28, 12);
+        (void) ngx_http_prefix_route_index_stamp(&idx, hash[0], &stamp);
+
+        pid = fork();
+
+        if (pid == 0) {
+            test_kill = k;
+            idx.mend_steps = 8;
+            (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 0,
+                                                    &stamp);
+
+            while (!ngx_http_prefix_route_index_clear(&idx)) {
+                /* void */
+            }
+
+            _exit(1);
+        }
+
+        (void) waitpid(pid, &status, 0);
+
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            break;
+        }
+
+        while (!ngx_http_prefix_route_index_ready(&idx)) {
+            /* void */
+        }
+
+        while (!ngx_http_prefix_route_index_clear(&idx)) {
+            /* void */
+        }
+
+        bad += (peers[0]->stale || idx.sh->dropping
+                || !test_killed_mended());
+    }
+
+    (void) snprintf(name, sizeof(name), "stale: killed at each of the %u "
+                    "writes of a trim in slices: mended, the flags cleared "
+                    "(%u not)", (unsigned) (k - 1), (unsigned) bad);
     test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && k > 100
             && bad == 0, name);
 
@@ -1884,6 +1981,9 @@ test_sliced(void)
                     "(%u not)", (unsigned) (k - 1), (unsigned) bad);
     test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && k > 100
             && bad == 0, name);
+
+    free(before);
+    free(whole);
 }
 
 
