@@ -409,7 +409,7 @@ ngx_uint_t ngx_http_prefix_route_index_ready(
  * index believes "peer" holds nothing, match() finds none of its blocks
  * and record() keeps none for it, until its holders are all dropped by
  * ngx_http_prefix_route_index_clear(), as a mend is done, in slices: at
- * once under the mutex, a full 256m zone held every worker 0.43 s
+ * once under the mutex, a full 256m zone held every worker 0.4-0.55 s
  * (design.md, "Engine probes").  Returns the number of blocks it held
  * (low during a mend, which recounts them).
  */
