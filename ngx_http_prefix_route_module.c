@@ -486,8 +486,9 @@ ngx_http_prefix_route_sweep(ngx_event_t *ev)
 
 
 /*
- * A zone whose index a worker's death left to mend, or with a restarted
- * engine's blocks to drop: the mend timer takes a slice each millisecond,
+ * A zone whose index a worker's death left to mend, or with blocks to
+ * drop in slices (a restarted engine's, the rest of a feedback trim): the
+ * mend timer takes a slice each millisecond,
  * with or without requests, unless another holds the mutex
  * (ngx_http_prefix_route_mend_due()).  "changing" is read without the
  * mutex: a change another worker has under way arms the timer for one
@@ -548,7 +549,7 @@ ngx_http_prefix_route_mend_slice(ngx_http_prefix_route_index_t *idx)
 
 /*
  * Takes a slice of the zone's mend (ngx_http_prefix_route_index_ready()),
- * or when none is left of a restarted engine's drop
+ * or when none is left of a drop in slices
  * (ngx_http_prefix_route_index_clear()), if none was taken for "late"
  * ns: a timer's at once, a request's only when the timers are late
  * (design.md, "In slices").  The caller holds the zone mutex.

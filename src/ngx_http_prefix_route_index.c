@@ -681,7 +681,7 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
     steps = ngx_http_prefix_route_index_slice(idx);
     left = 0;
 
-    for (i = 0; i < sh->npeers && steps; i++) {
+    for (i = 0; i < sh->npeers; i++) {
         peer = sh->slots[i];
 
         if (peer->wiped) {
@@ -696,11 +696,13 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
             continue;
         }
 
-        /* fewer than asked: none left (or none can go, an index in error) */
+        /*
+         * as many as asked: the slice is done, and the loop below finds
+         * this peer left; fewer: none left (or none can go, an index in
+         * error)
+         */
 
         if (n == steps) {
-            steps = 0;
-            left = 1;
             break;
         }
 
