@@ -182,6 +182,9 @@ static ngx_uint_t ngx_http_prefix_route_index_cut(
     ngx_uint_t capacity, uint32_t *before, ngx_uint_t limit);
 static ngx_uint_t ngx_http_prefix_route_index_slice(
     ngx_http_prefix_route_index_t *idx);
+static ngx_uint_t ngx_http_prefix_route_index_doomed(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
+    ngx_uint_t limit);
 static ngx_uint_t ngx_http_prefix_route_index_repair(
     ngx_http_prefix_route_index_t *idx);
 static ngx_uint_t ngx_http_prefix_route_index_buckets(
@@ -684,17 +687,11 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
     for (i = 0; i < sh->npeers; i++) {
         peer = sh->slots[i];
 
-        if (peer->wiped) {
-            n = ngx_http_prefix_route_index_cut(idx, peer, 0, NULL, steps);
-
-        } else if (peer->stale) {
-            n = ngx_http_prefix_route_index_cut(idx, peer, 0,
-                                                &peer->stale_before, steps);
-            peer->fb.dropped += n;
-
-        } else {
+        if (!peer->wiped && !peer->stale) {
             continue;
         }
+
+        n = ngx_http_prefix_route_index_doomed(idx, peer, steps);
 
         /*
          * as many as asked: the slice is done, and the loop below finds
@@ -742,6 +739,35 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
     ngx_http_prefix_route_index_end(idx);
 
     return !left;
+}
+
+
+/*
+ * Drops at most "limit" of the holders of "peer" that are to go in
+ * slices, its least recently used first: all of them if its engine
+ * restarted, those recorded before peer->stale_before if its engine
+ * evicted them (feedback).  Inside a change.  Returns the number dropped.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_doomed(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer, ngx_uint_t limit)
+{
+    ngx_uint_t  n;
+
+    if (peer->wiped) {
+        return ngx_http_prefix_route_index_cut(idx, peer, 0, NULL, limit);
+    }
+
+    if (!peer->stale) {
+        return 0;
+    }
+
+    n = ngx_http_prefix_route_index_cut(idx, peer, 0, &peer->stale_before,
+                                        limit);
+    peer->fb.dropped += n;
+
+    return n;
 }
 
 
@@ -904,11 +930,16 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
         e->stamp = stamp;
     }
 
-    /* the prompt's own entries are pinned: it may be larger than that */
+    /*
+     * the prompt's own entries are pinned: it may be larger than that;
+     * what it added and a slice more: after a reload lowered "capacity"
+     * the excess goes over the next records, not all in one
+     */
 
     if (capacity) {
+        d = n + ngx_http_prefix_route_index_slice(idx);
         sh->forgotten += ngx_http_prefix_route_index_cut(idx, peer,
-                                                         capacity, NULL, 0);
+                                                         capacity, NULL, d);
     }
 
     for (d = 0; d < k; d++) {
@@ -2569,6 +2600,17 @@ ngx_http_prefix_route_index_evict(ngx_http_prefix_route_index_t *idx)
                                      ngx_http_prefix_route_ptr(idx,
                                                                sh->hot.prev)),
                                  0);
+    }
+
+    /*
+     * the holders of a server whose blocks go in slices, before anyone's
+     * the fleet may still use (2026-12-05)
+     */
+
+    for (s = 0; sh->dropping && s < sh->npeers; s++) {
+        if (ngx_http_prefix_route_index_doomed(idx, sh->slots[s], 1)) {
+            return 1;
+        }
     }
 
     /* the tail of probation, or of the protected holders */

@@ -456,7 +456,9 @@ ngx_uint_t ngx_http_prefix_route_index_match(
  * all of them the most recently used (in the zone's lists, those it held
  * before protected, the new ones on probation) and stamps their blocks
  * with "stamp" (ms), then drops the peer's least recently used holders
- * beyond "capacity" blocks (0: no limit).  A tenant that already has
+ * beyond "capacity" blocks (0: no limit), at most n and a slice more
+ * (1,024): a peer far above it, "capacity" lowered by a reload, comes
+ * down to it over the next records, as a drop goes.  A tenant that already has
  * idx->share percent of the protected holders the zone keeps when full
  * (4/5 of sh->room, or of its holders if more) gets no more protected,
  * only keeps those it has (sh->held_back counts the others).  When the

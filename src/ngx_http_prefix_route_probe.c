@@ -57,6 +57,9 @@ typedef struct {
     ngx_http_prefix_route_prober_t     *prober;
     ngx_http_upstream_rr_peer_t        *peer;
     ngx_http_prefix_route_peer_t       *sp;       /* its record, or NULL */
+    ngx_http_prefix_route_peer_t       *vsp;      /* shadow mode: that of
+                                                     its would-be
+                                                     placements, or NULL */
     ngx_log_t                           log;      /* names the probe */
     ngx_str_t                           request;
 
@@ -153,6 +156,7 @@ ngx_http_prefix_route_probe_init(ngx_cycle_t *cycle,
             s->prober = pr;
             s->peer = peer;
             s->sp = prcf->shared[b][i];
+            s->vsp = (b == 0 && prcf->shadow) ? prcf->vshared[i] : NULL;
 
             s->log = *cycle->log;
             s->log.handler = ngx_http_prefix_route_probe_log;
@@ -789,9 +793,15 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
                  * began again from 0, where a page the engine wrote a
                  * little before the last one kept (two scrapes it served
                  * out of order) is a little lower; every block recorded
-                 * goes, whatever its stamp
+                 * goes, whatever its stamp, and what prefix_route would
+                 * hold there had it routed
                  */
                 dropped = ngx_http_prefix_route_index_wipe(idx, sp);
+
+                if (s->vsp != NULL) {
+                    (void) ngx_http_prefix_route_index_wipe(idx, s->vsp);
+                }
+
                 pb->restarts++;
                 restarted = 1;
                 served = pb->served;

@@ -58,6 +58,7 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_P_INFLIGHT = 0,
     NGX_HTTP_PREFIX_ROUTE_P_QUEUED,
     NGX_HTTP_PREFIX_ROUTE_P_BLOCKS,
+    NGX_HTTP_PREFIX_ROUTE_P_DROPPING,
     NGX_HTTP_PREFIX_ROUTE_P_REQUESTS,
     NGX_HTTP_PREFIX_ROUTE_P_HITS,
     NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES,
@@ -203,6 +204,9 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_pfields[] = {
       "to answer: their uncached prompt plus 2048 bytes each." },
     { "blocks", "peer_blocks", "gauge",
       "Index blocks the peer is believed to hold." },
+    { "dropping", "peer_dropping", "gauge",
+      "1 while some of the peer's blocks are being dropped, a slice at a "
+      "time: its engine restarted, or reported evicting them; else 0." },
     { "requests", "peer_requests_total", "counter",
       "Attempts routed to the peer, retries included." },
     { "hits", "peer_hits_total", "counter",
@@ -605,6 +609,8 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_INFLIGHT] = sp->load.inflight;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_QUEUED] = sp->load.queued;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS] = sp->blocks;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_DROPPING] = (sp->wiped
+                                                           || sp->stale);
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS] = sp->requests;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_HITS] = sp->hits;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES] =
@@ -1121,8 +1127,10 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
                                         v[NGX_HTTP_PREFIX_ROUTE_P_HITS],
                                         v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS]);
 
-            p = ngx_sprintf(p, "</td><td>%uL</td><td>",
-                            v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS]);
+            p = ngx_sprintf(p, "</td><td>%uL%s</td><td>",
+                            v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS],
+                            v[NGX_HTTP_PREFIX_ROUTE_P_DROPPING]
+                            ? " (dropping)" : "");
 
             /* token-weighted: cached and predicted of the prompt tokens */
 

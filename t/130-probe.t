@@ -48,7 +48,7 @@ sub vllm {
          . "vllm:prompt_tokens_total{model_name=\\\"m\\\"} $served\\n\";";
 }
 
-our $Config = ::proxy() . <<'_EOC_';
+our $Locations = <<'_EOC_';
 location = /status {
     prefix_route_status;
 }
@@ -64,6 +64,8 @@ location = /log {
     alias logs/error.log;
 }
 _EOC_
+
+our $Config = ::proxy() . $Locations;
 
 # a prompt of about 1 KB, tagged $tag
 sub ask {
@@ -138,7 +140,7 @@ Both servers get some of 8 new prompts.
 ["GET /sleep", (map { ::ask("p$_") } 1 .. 8), "GET /status"]
 --- response_body_like eval
 ["ok", ("^b[12]\n\\z") x 8,
- qr/"state":"unhealthy","inflight":0,"queued_bytes":0,"blocks":\d+,"requests":[1-9]\d*,.*"state":"unhealthy","inflight":0,"queued_bytes":0,"blocks":\d+,"requests":[1-9]\d*,/s]
+ qr/"state":"unhealthy","inflight":0,"queued_bytes":0,"blocks":\d+,"dropping":0,"requests":[1-9]\d*,.*"state":"unhealthy","inflight":0,"queued_bytes":0,"blocks":\d+,"dropping":0,"requests":[1-9]\d*,/s]
 --- no_error_log
 [alert]
 [crit]
@@ -252,7 +254,7 @@ at once, and b1 is then passed over.
 ["GET /sleep", (map { ::ask("p$_") } 1 .. 8), "GET /status", "GET /log"]
 --- response_body_like eval
 ["ok", ("^b[12]\n\\z") x 8,
- qr/\A(?!.*("engine"|unhealthy))(.*"state":"up","inflight":0,"queued_bytes":0,"blocks":\d+,"requests":[1-9]\d*,[^{}]*"probe_failures":0,){2}/s,
+ qr/\A(?!.*("engine"|unhealthy))(.*"state":"up","inflight":0,"queued_bytes":0,"blocks":\d+,"dropping":0,"requests":[1-9]\d*,[^{}]*"probe_failures":0,){2}/s,
  qr/\[warn\] .*prefix_route: the metrics page is not read: the page has no queue and running gauges of a known engine; the server is balanced by the zone's own load figures while probing server/]
 --- no_error_log
 [alert]
@@ -416,6 +418,32 @@ my $page = "vllm:num_requests_waiting 3\nvllm:num_requests_running 1\n";
 --- response_body_like eval
 ["ok", qr/\A(?!.*unhealthy)(?:(?!"engine").)*"probe_failures":0,"probe_restarts":0\}/s,
  qr/\[warn\] .*prefix_route: the metrics page is not read: the page is longer than max_size; the server is balanced/]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 22: shadow mode: an engine's restart drops what prefix_route would hold there too
+Round robin over b1 alone chooses; prefix_route's would-be placement (the
+last field) held the prompt before the restart, and holds nothing of it
+after, as the real placement (the second field).
+--- http_config eval
+::probed($::Probe, "zone=llm:1m shadow", 1)
+. ::engine(1, 'root html; if (-f $document_root/state/restarted) { ' . ::vllm(0, 0, 0, 5) . ' } ' . ::vllm(0, 0, 0, 1000))
+--- config eval
+::proxy(header => '$prefix_route_status $prefix_route_match $prefix_route_predicted') . $::Locations
+--- request eval
+["GET /sleep", ::ask("a"), ::ask("a"), "PUT /state/restarted\nx",
+ "GET /sleep", ::ask("a"), ::ask("a"), "GET /log"]
+--- error_code eval
+[200, 200, 200, 201, (200) x 4]
+--- response_headers_like eval
+["", "X-Prefix-Route: MISS 0 0", "X-Prefix-Route: HIT ([1-9]\\d*) \\1", "", "",
+ "X-Prefix-Route: MISS 0 0", "X-Prefix-Route: HIT ([1-9]\\d*) \\1", ""]
+--- response_body_like eval
+["ok", ("^b1\n\\z") x 2, "", "ok", ("^b1\n\\z") x 2,
+ qr/\[notice\] .*prefix_route: the blocks of server shadow of 127\.0\.0\.1:\d+, whose engine restarted, are all dropped/]
 --- no_error_log
 [alert]
 [crit]

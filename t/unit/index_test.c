@@ -41,6 +41,8 @@ static void test_tenant_share(void);
 static void test_forget(void);
 static void test_trim(void);
 static void test_drained(void);
+static void test_dropping(void);
+static ngx_uint_t test_full_wiped(void);
 static void test_shared_prefix(void);
 static void test_load(void);
 static void test_killed(void);
@@ -80,6 +82,7 @@ main(void)
     test_forget();
     test_trim();
     test_drained();
+    test_dropping();
     test_shared_prefix();
     test_load();
     test_killed();
@@ -702,6 +705,155 @@ test_drained(void)
     test_ok(peers[3]->blocks == 0, "drained server: its blocks are the "
             "least recently used, forgotten");
     test_ok(bad == 0, "drained server: consistent throughout");
+}
+
+
+/*
+ * What is to go goes a slice at a time, and first: a server far above a
+ * capacity a reload lowered comes down to it over the next records; a
+ * full zone evicts a restarted server's blocks before the others'.
+ */
+
+static void
+test_dropping(void)
+{
+    int         status;
+    char        name[200];
+    ngx_pid_t   pid;
+    ngx_uint_t  t, n, k, bad, records, evictions, oldest;
+
+    test_zone(1024 * 1024, 1);
+
+    for (t = 1; t <= 30; t++) {
+        (void) test_record(t, 10, 0, 0);
+    }
+
+    idx.mend_steps = 8;
+    bad = 0;
+    records = 0;
+
+    /* 4 blocks recorded, 4 + a slice (1) dropped, until at 100 */
+
+    for (t = 100; peers[0]->blocks > 100; t++) {
+        n = peers[0]->blocks;
+        (void) test_record(t, 4, 0, 100);
+        records++;
+
+        bad += (peers[0]->blocks + 1 != n && peers[0]->blocks != 100);
+
+        if (records == 1) {
+            test_ok(test_match(1, 10, 0) == 5 && test_match(2, 10, 0) == 10,
+                    "capacity lowered: the least recently used go first");
+        }
+    }
+
+    (void) test_record(t, 4, 0, 100);
+
+    (void) snprintf(name, sizeof(name), "capacity lowered from 300 "
+                    "blocks to 100: one block less a record (%u records, "
+                    "%u not), then 100", (unsigned) records, (unsigned) bad);
+    test_ok(bad == 0 && records == 200 && peers[0]->blocks == 100
+            && test_match(t, 4, 0) == 4 && test_match(30, 10, 0) == 0
+            && test_check() == 0, name);
+
+    idx.mend_steps = NGX_MAX_INT_T_VALUE;
+
+    /* a full zone, server 0 restarted: server 1 records in its place */
+
+    t = test_full_wiped();
+
+    /* server 1's prompts are the odd ones: the oldest it holds whole */
+
+    for (oldest = t - 1 - t % 2;
+         oldest > 2 && test_match(oldest - 2, 10, 1) == 10;
+         oldest -= 2)
+    {
+        /* void */
+    }
+
+    evictions = idx.sh->evictions;
+    n = peers[0]->blocks;
+
+    for (k = 0; k < 5; k++) {
+        (void) test_record(t + k, 10, 1, 0);
+    }
+
+    (void) snprintf(name, sizeof(name), "a restarted server's %u blocks "
+                    "go first when the zone is full: %u of them went, %u "
+                    "evictions", (unsigned) n,
+                    (unsigned) (n - peers[0]->blocks),
+                    (unsigned) (idx.sh->evictions - evictions));
+    test_ok(idx.sh->evictions == evictions && peers[0]->blocks < n
+            && test_match(oldest, 10, 1) == 10
+            && test_match(t + 4, 10, 1) == 10 && test_check() == 0, name);
+
+    while (!ngx_http_prefix_route_index_clear(&idx)) {
+        /* void */
+    }
+
+    test_ok(peers[0]->blocks == 0 && !idx.sh->dropping
+            && test_match(oldest, 10, 1) == 10 && test_check() == 0,
+            "a restarted server's blocks go first: then the rest of "
+            "them, the other server's stay");
+
+    /* killed at each write of a record that evicts them: mended */
+
+    bad = 0;
+
+    for (k = 1; /* void */ ; k++) {
+        t = test_full_wiped();
+
+        pid = fork();
+
+        if (pid == 0) {
+            test_kill = k;
+            (void) test_record(t, 10, 1, 0);
+            _exit(1);
+        }
+
+        (void) waitpid(pid, &status, 0);
+
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            break;
+        }
+
+        while (!ngx_http_prefix_route_index_ready(&idx)) {
+            /* void */
+        }
+
+        while (!ngx_http_prefix_route_index_clear(&idx)) {
+            /* void */
+        }
+
+        bad += (peers[0]->blocks != 0 || idx.sh->dropping
+                || !test_killed_mended());
+    }
+
+    (void) snprintf(name, sizeof(name), "a record evicting a restarted "
+                    "server's blocks killed at each of its %u writes: "
+                    "mended, they go (%u not)", (unsigned) (k - 1),
+                    (unsigned) bad);
+    test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && k > 100
+            && bad == 0, name);
+}
+
+
+/* a 64 KiB zone just full of two servers' prompts, server 0's wiped */
+
+static ngx_uint_t
+test_full_wiped(void)
+{
+    ngx_uint_t  t;
+
+    test_zone(64 * 1024, 2);
+
+    for (t = 1; idx.sh->evictions == 0; t++) {
+        (void) test_record(t, 10, t % 2, 0);
+    }
+
+    (void) ngx_http_prefix_route_index_wipe(&idx, peers[0]);
+
+    return t;
 }
 
 
