@@ -687,7 +687,7 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
     for (i = 0; i < sh->npeers; i++) {
         peer = sh->slots[i];
 
-        if (!peer->wiped && !peer->stale) {
+        if (!peer->wiped && !peer->stale && !peer->over) {
             continue;
         }
 
@@ -707,6 +707,7 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
 
         ngx_http_prefix_route_kill_point();
         peer->stale = 0;
+        peer->over = 0;
 
         if (!peer->wiped) {
             continue;
@@ -730,7 +731,8 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
     }
 
     for ( /* void */ ; i < sh->npeers; i++) {
-        left |= (sh->slots[i]->wiped || sh->slots[i]->stale);
+        left |= (sh->slots[i]->wiped || sh->slots[i]->stale
+                 || sh->slots[i]->over);
     }
 
     ngx_http_prefix_route_kill_point();
@@ -745,27 +747,36 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
 /*
  * Drops at most "limit" of the holders of "peer" that are to go in
  * slices, its least recently used first: all of them if its engine
- * restarted, those recorded before peer->stale_before if its engine
- * evicted them (feedback).  Inside a change.  Returns the number dropped.
+ * restarted; else those recorded before peer->stale_before if its engine
+ * evicted them (feedback), then those beyond peer->over blocks if a
+ * reload lowered its capacity.  Inside a change.  Returns the number
+ * dropped: fewer than "limit", none is left.
  */
 
 static ngx_uint_t
 ngx_http_prefix_route_index_doomed(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_peer_t *peer, ngx_uint_t limit)
 {
-    ngx_uint_t  n;
+    ngx_uint_t  n, m;
 
     if (peer->wiped) {
         return ngx_http_prefix_route_index_cut(idx, peer, 0, NULL, limit);
     }
 
-    if (!peer->stale) {
-        return 0;
+    n = 0;
+
+    if (peer->stale) {
+        n = ngx_http_prefix_route_index_cut(idx, peer, 0,
+                                            &peer->stale_before, limit);
+        peer->fb.dropped += n;
     }
 
-    n = ngx_http_prefix_route_index_cut(idx, peer, 0, &peer->stale_before,
-                                        limit);
-    peer->fb.dropped += n;
+    if (peer->over && n < limit) {
+        m = ngx_http_prefix_route_index_cut(idx, peer, peer->over, NULL,
+                                            limit - n);
+        idx->sh->forgotten += m;
+        n += m;
+    }
 
     return n;
 }
@@ -932,14 +943,26 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
 
     /*
      * the prompt's own entries are pinned: it may be larger than that;
-     * what it added and a slice more: after a reload lowered "capacity"
-     * the excess goes over the next records, not all in one
+     * what it added and one more: cut short by that, the peer is above
+     * a capacity a reload lowered, and its excess goes in slices (a
+     * server's quarter of a full 256m zone held every worker 1.5 s)
      */
 
+    if (peer->over) {
+        /* the capacity of the configuration now (another reload's) */
+        peer->over = capacity;
+    }
+
     if (capacity) {
-        d = n + ngx_http_prefix_route_index_slice(idx);
-        sh->forgotten += ngx_http_prefix_route_index_cut(idx, peer,
-                                                         capacity, NULL, d);
+        d = ngx_http_prefix_route_index_cut(idx, peer, capacity, NULL,
+                                            n + 1);
+        sh->forgotten += d;
+
+        if (d == n + 1 && peer->blocks > capacity) {
+            sh->dropping = 1;
+            ngx_http_prefix_route_order();
+            peer->over = capacity;
+        }
     }
 
     for (d = 0; d < k; d++) {
@@ -2603,8 +2626,9 @@ ngx_http_prefix_route_index_evict(ngx_http_prefix_route_index_t *idx)
     }
 
     /*
-     * the holders of a server whose blocks go in slices, before anyone's
-     * the fleet may still use (2026-12-05)
+     * the holders that go in slices (a restarted engine's, an evicted
+     * prefix's, the excess over a lowered capacity) before anyone's the
+     * fleet may still use (2026-12-05)
      */
 
     for (s = 0; sh->dropping && s < sh->npeers; s++) {

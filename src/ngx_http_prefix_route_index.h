@@ -166,6 +166,11 @@ typedef struct {
                                                    before stale_before go,
                                                    in slices */
     uint32_t                         stale_before; /* ms, a stamp */
+    ngx_uint_t                       over;      /* blocks: it holds more
+                                                   than this capacity,
+                                                   lowered by a reload;
+                                                   the excess goes in
+                                                   slices (0: none) */
 
     ngx_http_prefix_route_feedback_t fb;
     ngx_http_prefix_route_probe_t    probe;
@@ -286,10 +291,10 @@ typedef struct {
                                                    when the mend's last
                                                    slice ended (the
                                                    module's timers) */
-    ngx_uint_t                       dropping;  /* a peer may be wiped
-                                                   or stale: set before
-                                                   it, cleared after the
-                                                   last */
+    ngx_uint_t                       dropping;  /* a peer may be wiped,
+                                                   stale or over: set
+                                                   before it, cleared
+                                                   after the last */
 
     uint64_t                        *live;      /* the mend's marks: a
                                                    bit a 32-byte chunk */
@@ -456,9 +461,10 @@ ngx_uint_t ngx_http_prefix_route_index_match(
  * all of them the most recently used (in the zone's lists, those it held
  * before protected, the new ones on probation) and stamps their blocks
  * with "stamp" (ms), then drops the peer's least recently used holders
- * beyond "capacity" blocks (0: no limit), at most n and a slice more
- * (1,024): a peer far above it, "capacity" lowered by a reload, comes
- * down to it over the next records, as a drop goes.  A tenant that already has
+ * beyond "capacity" blocks (0: no limit), at most n + 1 of them: a peer
+ * far above it ("capacity" lowered by a reload) is marked (peer->over),
+ * and the rest go in slices, as a restarted engine's blocks do.  A
+ * tenant that already has
  * idx->share percent of the protected holders the zone keeps when full
  * (4/5 of sh->room, or of its holders if more) gets no more protected,
  * only keeps those it has (sh->held_back counts the others).  When the

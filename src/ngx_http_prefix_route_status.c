@@ -206,7 +206,8 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_pfields[] = {
       "Index blocks the peer is believed to hold." },
     { "dropping", "peer_dropping", "gauge",
       "1 while some of the peer's blocks are being dropped, a slice at a "
-      "time: its engine restarted, or reported evicting them; else 0." },
+      "time: its engine restarted, or reported evicting them, or a reload "
+      "lowered capacity below what it holds; else 0." },
     { "requests", "peer_requests_total", "counter",
       "Attempts routed to the peer, retries included." },
     { "hits", "peer_hits_total", "counter",
@@ -610,7 +611,9 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_QUEUED] = sp->load.queued;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS] = sp->blocks;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_DROPPING] = (sp->wiped
-                                                           || sp->stale);
+                                                           || sp->stale
+                                                           || sp->over
+                                                              != 0);
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS] = sp->requests;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_HITS] = sp->hits;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES] =

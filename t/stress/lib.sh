@@ -21,9 +21,9 @@
 # others by their process id.
 #
 # Ports: each check uses 127.0.0.1 ports $port .. $port + 9, $port given
-# by the check: a block of ten from 19801 (zone-pressure) up to 19921
-# (engine-restart); a new check takes the next free block (19931 next; the
-# project's tests and benchmarks use other ranges).
+# by the check: a block of ten from 19801 (zone-pressure) up to 19931
+# (capacity-reload); a new check takes the next free block (19941 next;
+# the project's tests and benchmarks use other ranges).
 
 set -u
 

@@ -729,32 +729,119 @@ test_dropping(void)
     }
 
     idx.mend_steps = 8;
+
+    /* 4 blocks recorded, 5 forgotten, the rest marked to go in slices */
+
+    (void) test_record(100, 4, 0, 100);
+
+    test_ok(peers[0]->blocks == 299 && peers[0]->over == 100
+            && idx.sh->dropping && test_match(1, 10, 0) == 5
+            && test_match(2, 10, 0) == 10 && test_match(100, 4, 0) == 4,
+            "capacity lowered: a record forgets its own blocks and one "
+            "more, the least recently used, and marks the rest");
+
+    /* a slice (1, with 8 steps) each */
+
     bad = 0;
     records = 0;
 
-    /* 4 blocks recorded, 4 + a slice (1) dropped, until at 100 */
-
-    for (t = 100; peers[0]->blocks > 100; t++) {
-        n = peers[0]->blocks;
-        (void) test_record(t, 4, 0, 100);
+    for (n = peers[0]->blocks;
+         !ngx_http_prefix_route_index_clear(&idx);
+         n = peers[0]->blocks)
+    {
         records++;
-
-        bad += (peers[0]->blocks + 1 != n && peers[0]->blocks != 100);
-
-        if (records == 1) {
-            test_ok(test_match(1, 10, 0) == 5 && test_match(2, 10, 0) == 10,
-                    "capacity lowered: the least recently used go first");
-        }
+        bad += (peers[0]->blocks + 1 != n);
     }
 
-    (void) test_record(t, 4, 0, 100);
+    (void) test_record(101, 4, 0, 100);
 
     (void) snprintf(name, sizeof(name), "capacity lowered from 300 "
-                    "blocks to 100: one block less a record (%u records, "
-                    "%u not), then 100", (unsigned) records, (unsigned) bad);
-    test_ok(bad == 0 && records == 200 && peers[0]->blocks == 100
-            && test_match(t, 4, 0) == 4 && test_match(30, 10, 0) == 0
+                    "blocks to 100: the rest go one a slice (%u slices, "
+                    "%u not one), then 100 stay", (unsigned) records,
+                    (unsigned) bad);
+    test_ok(bad == 0 && records == 199 && peers[0]->blocks == 100
+            && peers[0]->over == 0 && !idx.sh->dropping
+            && test_match(101, 4, 0) == 4 && test_match(30, 10, 0) == 10
+            && test_match(21, 10, 0) == 2 && test_match(20, 10, 0) == 0
             && test_check() == 0, name);
+
+    /* killed at each write of those slices: mended, then they go on */
+
+    bad = 0;
+
+    for (k = 1; /* void */ ; k++) {
+        test_zone(1024 * 1024, 1);
+
+        for (t = 1; t <= 30; t++) {
+            (void) test_record(t, 10, 0, 0);
+        }
+
+        idx.mend_steps = 8;
+        (void) test_record(100, 4, 0, 100);
+
+        pid = fork();
+
+        if (pid == 0) {
+            test_kill = k;
+
+            while (!ngx_http_prefix_route_index_clear(&idx)) {
+                /* void */
+            }
+
+            _exit(1);
+        }
+
+        (void) waitpid(pid, &status, 0);
+
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            break;
+        }
+
+        while (!ngx_http_prefix_route_index_ready(&idx)) {
+            /* void */
+        }
+
+        while (!ngx_http_prefix_route_index_clear(&idx)) {
+            /* void */
+        }
+
+        bad += (peers[0]->blocks != 100 || peers[0]->over
+                || idx.sh->dropping || test_check() != 0);
+    }
+
+    (void) snprintf(name, sizeof(name), "capacity lowered: killed at each "
+                    "of the %u writes of its slices, mended, then down to "
+                    "it (%u not)", (unsigned) (k - 1), (unsigned) bad);
+    test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && k > 100
+            && bad == 0, name);
+
+    /* a prompt longer than capacity is recorded whole, and not marked */
+
+    (void) test_record(102, 150, 0, 100);
+
+    test_ok(peers[0]->blocks == 150 && peers[0]->over == 0
+            && !idx.sh->dropping && test_match(102, 150, 0) == 150,
+            "capacity: a prompt longer than it is kept whole, not marked");
+
+    /* lowered, then raised by another reload before the slices end */
+
+    test_zone(1024 * 1024, 1);
+
+    for (t = 1; t <= 30; t++) {
+        (void) test_record(t, 10, 0, 0);
+    }
+
+    idx.mend_steps = 8;
+    (void) test_record(100, 4, 0, 100);
+    (void) test_record(101, 4, 0, 200);
+
+    while (!ngx_http_prefix_route_index_clear(&idx)) {
+        /* void */
+    }
+
+    test_ok(peers[0]->blocks == 200 && test_check() == 0,
+            "capacity lowered, then raised before its slices end: down to "
+            "the capacity now");
 
     idx.mend_steps = NGX_MAX_INT_T_VALUE;
 
