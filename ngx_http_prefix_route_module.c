@@ -829,7 +829,9 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
 
             prcf->shared[b][i] = ngx_http_prefix_route_index_peer(
-                                                  &prcf->index, &peer->name);
+                                                  &prcf->index, &peer->name,
+                                                  prcf->capacity
+                                                  / prcf->block);
 
             if (prcf->shared[b][i] == NULL && roomless++ == 0) {
                 first = &peer->name;
@@ -839,7 +841,8 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     for (i = 0; names != NULL && i < prcf->peers->number; i++) {
         prcf->vshared[i] = ngx_http_prefix_route_index_peer(&prcf->index,
-                                                            &names[i]);
+                                                &names[i],
+                                                prcf->capacity / prcf->block);
     }
 
     /* the slots numbered now: other workers may add none meanwhile */
@@ -1695,6 +1698,10 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
         hold += ngx_http_prefix_route_clock() - t;
         ngx_shmtx_unlock(&shpool->mutex);
+
+        /* a record above a lowered capacity left its excess to slices */
+
+        ngx_http_prefix_route_mend_soon(idx);
     }
 
     ngx_http_prefix_route_held(idx->sh, hold);

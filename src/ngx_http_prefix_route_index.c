@@ -427,7 +427,7 @@ ngx_http_prefix_route_index_lock_master(ngx_http_prefix_route_index_t *idx,
 
 ngx_http_prefix_route_peer_t *
 ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
-    ngx_str_t *name)
+    ngx_str_t *name, ngx_uint_t capacity)
 {
     size_t                          size;
     ngx_queue_t                    *q;
@@ -445,6 +445,12 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
         if (peer->len == name->len
             && ngx_memcmp(peer->name, name->data, name->len) == 0)
         {
+            /* its excess, if it is going, is over the capacity now */
+
+            if (peer->over) {
+                peer->over = capacity;
+            }
+
             return peer;
         }
     }
@@ -945,13 +951,9 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
      * the prompt's own entries are pinned: it may be larger than that;
      * what it added and one more: cut short by that, the peer is above
      * a capacity a reload lowered, and its excess goes in slices (a
-     * server's quarter of a full 256m zone held every worker 1.5 s)
+     * server's quarter of a full 256m zone held every worker 1.5 s),
+     * this prompt kept whole
      */
-
-    if (peer->over) {
-        /* the capacity of the configuration now (another reload's) */
-        peer->over = capacity;
-    }
 
     if (capacity) {
         d = ngx_http_prefix_route_index_cut(idx, peer, capacity, NULL,
@@ -961,7 +963,7 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
         if (d == n + 1 && peer->blocks > capacity) {
             sh->dropping = 1;
             ngx_http_prefix_route_order();
-            peer->over = capacity;
+            peer->over = ngx_max(capacity, i);
         }
     }
 

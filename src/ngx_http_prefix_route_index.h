@@ -387,12 +387,16 @@ ngx_int_t ngx_http_prefix_route_index_lock_master(
     ngx_http_prefix_route_index_t *idx, ngx_log_t *log);
 
 /*
- * Finds the shared record of the peer named "name", creating it.  The
+ * Finds the shared record of the peer named "name", creating it, for a
+ * configuration whose capacity is "capacity" blocks (0: no limit): the
+ * excess of a peer above an earlier configuration's, if it is still
+ * going in slices (peer->over), is then the excess over this one.  The
  * caller holds the zone mutex.  Returns NULL when the zone has no memory
  * left.
  */
 ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
-    ngx_http_prefix_route_index_t *idx, ngx_str_t *name);
+    ngx_http_prefix_route_index_t *idx, ngx_str_t *name,
+    ngx_uint_t capacity);
 
 /*
  * Whether the index may be used.  A change of the index that another
@@ -462,9 +466,9 @@ ngx_uint_t ngx_http_prefix_route_index_match(
  * before protected, the new ones on probation) and stamps their blocks
  * with "stamp" (ms), then drops the peer's least recently used holders
  * beyond "capacity" blocks (0: no limit), at most n + 1 of them: a peer
- * far above it ("capacity" lowered by a reload) is marked (peer->over),
- * and the rest go in slices, as a restarted engine's blocks do.  A
- * tenant that already has
+ * far above it ("capacity" lowered by a reload) is marked (peer->over,
+ * the capacity or this prompt's blocks if more), and the rest go in
+ * slices, as a restarted engine's blocks do.  A tenant that already has
  * idx->share percent of the protected holders the zone keeps when full
  * (4/5 of sh->room, or of its holders if more) gets no more protected,
  * only keeps those it has (sh->held_back counts the others).  When the

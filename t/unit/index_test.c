@@ -42,7 +42,9 @@ static void test_forget(void);
 static void test_trim(void);
 static void test_drained(void);
 static void test_dropping(void);
-static ngx_uint_t test_full_wiped(void);
+static ngx_uint_t test_full(void);
+static ngx_uint_t test_oldest(ngx_uint_t t);
+static void test_capacity_fill(void);
 static void test_shared_prefix(void);
 static void test_load(void);
 static void test_killed(void);
@@ -719,16 +721,11 @@ test_dropping(void)
 {
     int         status;
     char        name[200];
+    ngx_str_t   name_s;
     ngx_pid_t   pid;
-    ngx_uint_t  t, n, k, bad, records, evictions, oldest;
+    ngx_uint_t  t, n, k, bad, records, evictions, oldest, forgotten;
 
-    test_zone(1024 * 1024, 1);
-
-    for (t = 1; t <= 30; t++) {
-        (void) test_record(t, 10, 0, 0);
-    }
-
-    idx.mend_steps = 8;
+    test_capacity_fill();
 
     /* 4 blocks recorded, 5 forgotten, the rest marked to go in slices */
 
@@ -770,13 +767,7 @@ test_dropping(void)
     bad = 0;
 
     for (k = 1; /* void */ ; k++) {
-        test_zone(1024 * 1024, 1);
-
-        for (t = 1; t <= 30; t++) {
-            (void) test_record(t, 10, 0, 0);
-        }
-
-        idx.mend_steps = 8;
+        test_capacity_fill();
         (void) test_record(100, 4, 0, 100);
 
         pid = fork();
@@ -825,39 +816,56 @@ test_dropping(void)
 
     /* lowered, then raised by another reload before the slices end */
 
-    test_zone(1024 * 1024, 1);
-
-    for (t = 1; t <= 30; t++) {
-        (void) test_record(t, 10, 0, 0);
-    }
-
-    idx.mend_steps = 8;
+    test_capacity_fill();
     (void) test_record(100, 4, 0, 100);
-    (void) test_record(101, 4, 0, 200);
+    name_s.data = (u_char *) peers[0]->name;
+    name_s.len = peers[0]->len;
+
+    test_ok(ngx_http_prefix_route_index_peer(&idx, &name_s, 400) == peers[0]
+            && peers[0]->over == 400,
+            "capacity lowered, then raised by a reload: its mark follows");
 
     while (!ngx_http_prefix_route_index_clear(&idx)) {
         /* void */
     }
 
-    test_ok(peers[0]->blocks == 200 && test_check() == 0,
-            "capacity lowered, then raised before its slices end: down to "
-            "the capacity now");
+    test_ok(peers[0]->blocks == 299 && peers[0]->over == 0
+            && !idx.sh->dropping && test_check() == 0,
+            "capacity lowered, then raised above what the server holds: "
+            "nothing more goes");
+
+    (void) test_record(101, 4, 0, 100);
+    (void) ngx_http_prefix_route_index_peer(&idx, &name_s, 0);
+
+    while (!ngx_http_prefix_route_index_clear(&idx)) {
+        /* void */
+    }
+
+    test_ok(peers[0]->blocks == 298 && peers[0]->over == 0
+            && !idx.sh->dropping,
+            "capacity lowered, then a reload to no limit: nothing more goes");
+
+    /* a prompt longer than the capacity, above it after a reload: whole */
+
+    test_capacity_fill();
+    (void) test_record(102, 150, 0, 100);
+
+    while (!ngx_http_prefix_route_index_clear(&idx)) {
+        /* void */
+    }
+
+    test_ok(peers[0]->blocks == 150 && test_match(102, 150, 0) == 150
+            && test_check() == 0,
+            "capacity lowered, a prompt longer than it recorded: the "
+            "excess goes, the prompt stays whole");
 
     idx.mend_steps = NGX_MAX_INT_T_VALUE;
 
     /* a full zone, server 0 restarted: server 1 records in its place */
 
-    t = test_full_wiped();
-
-    /* server 1's prompts are the odd ones: the oldest it holds whole */
-
-    for (oldest = t - 1 - t % 2;
-         oldest > 2 && test_match(oldest - 2, 10, 1) == 10;
-         oldest -= 2)
-    {
-        /* void */
-    }
-
+    t = test_full();
+    (void) ngx_http_prefix_route_index_wipe(&idx, peers[0]);
+    oldest = test_oldest(t);
     evictions = idx.sh->evictions;
     n = peers[0]->blocks;
 
@@ -883,12 +891,33 @@ test_dropping(void)
             "a restarted server's blocks go first: then the rest of "
             "them, the other server's stay");
 
+    /* the same, server 0 above a capacity lowered to 10 blocks */
+
+    t = test_full();
+    (void) test_record(t++, 10, 0, 10);
+    oldest = test_oldest(t);
+    evictions = idx.sh->evictions;
+    forgotten = idx.sh->forgotten;
+    n = peers[0]->blocks;
+
+    for (k = 0; k < 5; k++) {
+        (void) test_record(t + k, 10, 1, 0);
+    }
+
+    test_ok(peers[0]->over == 10 && idx.sh->evictions == evictions
+            && peers[0]->blocks < n
+            && idx.sh->forgotten - forgotten == n - peers[0]->blocks
+            && test_match(oldest, 10, 1) == 10 && test_check() == 0,
+            "the excess over a lowered capacity goes first when the zone "
+            "is full, counted as forgotten");
+
     /* killed at each write of a record that evicts them: mended */
 
     bad = 0;
 
     for (k = 1; /* void */ ; k++) {
-        t = test_full_wiped();
+        t = test_full();
+        (void) ngx_http_prefix_route_index_wipe(&idx, peers[0]);
 
         pid = fork();
 
@@ -925,10 +954,30 @@ test_dropping(void)
 }
 
 
-/* a 64 KiB zone just full of two servers' prompts, server 0's wiped */
+/* one server holding 300 blocks, capacity 0; slices of one holder */
+
+static void
+test_capacity_fill(void)
+{
+    ngx_uint_t  t;
+
+    test_zone(1024 * 1024, 1);
+
+    for (t = 1; t <= 30; t++) {
+        (void) test_record(t, 10, 0, 0);
+    }
+
+    idx.mend_steps = 8;
+}
+
+
+/*
+ * A 64 KiB zone just full of two servers' prompts, server t % 2's; returns
+ * the next t
+ */
 
 static ngx_uint_t
-test_full_wiped(void)
+test_full(void)
 {
     ngx_uint_t  t;
 
@@ -938,9 +987,25 @@ test_full_wiped(void)
         (void) test_record(t, 10, t % 2, 0);
     }
 
-    (void) ngx_http_prefix_route_index_wipe(&idx, peers[0]);
-
     return t;
+}
+
+
+/* the oldest of server 1's prompts (the odd ones) it holds whole */
+
+static ngx_uint_t
+test_oldest(ngx_uint_t t)
+{
+    ngx_uint_t  oldest;
+
+    for (oldest = t - 1 - t % 2;
+         oldest > 2 && test_match(oldest - 2, 10, 1) == 10;
+         oldest -= 2)
+    {
+        /* void */
+    }
+
+    return oldest;
 }
 
 
@@ -1923,7 +1988,7 @@ test_sliced(void)
     test_ok(!ngx_http_prefix_route_index_ready(&idx),
             "sliced: a mend under way");
 
-    peers[2] = ngx_http_prefix_route_index_peer(&idx, &test_added);
+    peers[2] = ngx_http_prefix_route_index_peer(&idx, &test_added, 0);
 
     idx.mend_steps = NGX_MAX_INT_T_VALUE;
 
