@@ -460,6 +460,31 @@ now() {
     date +%s.%N | cut -c1-14
 }
 
+# ended_figures FROM TO: the requests of access.log (format stress) that
+# ended within [FROM, TO) ($msec), "count rate/s p50 p99 max" of their
+# request time, ms; ended_text: those figures in words
+ended_figures() {
+    awk -F'|' -v a="$1" -v b="$2" '$1 >= a && $1 < b { print $6 * 1000 }' \
+        "$dir/logs/access.log" \
+        | sort -n \
+        | awk -v s="$(awk -v a="$1" -v b="$2" 'BEGIN { print b - a }')" '
+            { t[++n] = $1 }
+            END {
+                if (n == 0) { print "0 0 0 0 0"; exit }
+                printf "%d %.0f %d %d %d\n", n, n / s, t[int(n * 0.5) + 1],
+                       t[int(n * 0.99) + 1], t[n]
+            }'
+}
+ended_text() {
+    set -- $1
+    if [ "$1" = 0 ]; then
+        echo "no requests"
+    else
+        echo "$1 requests ($2/s), request time p50 $3 ms, p99 $4 ms," \
+             "max $5 ms"
+    fi
+}
+
 # phase FROM TO: counts of the access log's requests within [FROM, TO)
 # ($msec), in pc[]: pc[bN] answered 200 by backend N (the last address
 # tried; backend N listens on ${backend_ports[N-1]}), pc[retried]
