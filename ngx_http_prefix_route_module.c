@@ -841,8 +841,7 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     for (i = 0; names != NULL && i < prcf->peers->number; i++) {
         prcf->vshared[i] = ngx_http_prefix_route_index_peer(&prcf->index,
-                                                &names[i],
-                                                prcf->capacity / prcf->block);
+                                   &names[i], prcf->capacity / prcf->block);
     }
 
     /* the slots numbered now: other workers may add none meanwhile */
