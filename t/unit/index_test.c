@@ -43,6 +43,10 @@ static void test_trim(void);
 static void test_drained(void);
 static void test_dropping(void);
 static ngx_uint_t test_full(void);
+static int test_killed_drop(ngx_uint_t k, void (*change)(void));
+static void test_drop_all(void);
+static void test_record_next(void);
+static void test_trim_stamp(void);
 static ngx_uint_t test_oldest(ngx_uint_t t);
 static void test_capacity_fill(void);
 static void test_shared_prefix(void);
@@ -69,6 +73,10 @@ static uint64_t                        test_tenant; /* of test_record() */
 static ngx_uint_t                      test_killed_used; /* entries and
                                                    holders of the fill */
 static ngx_str_t                       test_added = ngx_string("added");
+static ngx_uint_t                      test_next;   /* test_record_next()'s
+                                                       prompt */
+static uint32_t                        test_stamp;  /* test_trim_stamp()'s,
+                                                       ms */
 
 
 int
@@ -722,7 +730,6 @@ test_dropping(void)
     int         status;
     char        name[200];
     ngx_str_t   name_s;
-    ngx_pid_t   pid;
     ngx_uint_t  t, n, k, bad, records, evictions, oldest, forgotten;
 
     test_capacity_fill();
@@ -770,30 +777,10 @@ test_dropping(void)
         test_capacity_fill();
         (void) test_record(100, 4, 0, 100);
 
-        pid = fork();
+        status = test_killed_drop(k, test_drop_all);
 
-        if (pid == 0) {
-            test_kill = k;
-
-            while (!ngx_http_prefix_route_index_clear(&idx)) {
-                /* void */
-            }
-
-            _exit(1);
-        }
-
-        (void) waitpid(pid, &status, 0);
-
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (status != 1) {
             break;
-        }
-
-        while (!ngx_http_prefix_route_index_ready(&idx)) {
-            /* void */
-        }
-
-        while (!ngx_http_prefix_route_index_clear(&idx)) {
-            /* void */
         }
 
         bad += (peers[0]->blocks != 100 || peers[0]->over
@@ -803,8 +790,7 @@ test_dropping(void)
     (void) snprintf(name, sizeof(name), "capacity lowered: killed at each "
                     "of the %u writes of its slices, mended, then down to "
                     "it (%u not)", (unsigned) (k - 1), (unsigned) bad);
-    test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && k > 100
-            && bad == 0, name);
+    test_ok(status == 0 && k > 100 && bad == 0, name);
 
     /* a prompt longer than capacity is recorded whole, and not marked */
 
@@ -916,29 +902,13 @@ test_dropping(void)
     bad = 0;
 
     for (k = 1; /* void */ ; k++) {
-        t = test_full();
+        test_next = test_full();
         (void) ngx_http_prefix_route_index_wipe(&idx, peers[0]);
 
-        pid = fork();
+        status = test_killed_drop(k, test_record_next);
 
-        if (pid == 0) {
-            test_kill = k;
-            (void) test_record(t, 10, 1, 0);
-            _exit(1);
-        }
-
-        (void) waitpid(pid, &status, 0);
-
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (status != 1) {
             break;
-        }
-
-        while (!ngx_http_prefix_route_index_ready(&idx)) {
-            /* void */
-        }
-
-        while (!ngx_http_prefix_route_index_clear(&idx)) {
-            /* void */
         }
 
         bad += (peers[0]->blocks != 0 || idx.sh->dropping
@@ -949,8 +919,7 @@ test_dropping(void)
                     "server's blocks killed at each of its %u writes: "
                     "mended, they go (%u not)", (unsigned) (k - 1),
                     (unsigned) bad);
-    test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && k > 100
-            && bad == 0, name);
+    test_ok(status == 0 && k > 100 && bad == 0, name);
 }
 
 
@@ -968,6 +937,78 @@ test_capacity_fill(void)
     }
 
     idx.mend_steps = 8;
+}
+
+
+/*
+ * "change" in a child process killed at its k-th kill point, then the
+ * index mended and its drops ended in slices, as the mend timers would.
+ * Returns 1; 0 when the child ended first (no k-th point); -1 when it
+ * died otherwise.
+ */
+
+static int
+test_killed_drop(ngx_uint_t k, void (*change)(void))
+{
+    int        status;
+    ngx_pid_t  pid;
+
+    pid = fork();
+
+    if (pid == 0) {
+        test_kill = k;
+        change();
+        _exit(1);
+    }
+
+    (void) waitpid(pid, &status, 0);
+
+    if (!WIFEXITED(status)) {
+        return -1;
+    }
+
+    if (WEXITSTATUS(status) != 0) {
+        return WEXITSTATUS(status) == 1 ? 0 : -1;
+    }
+
+    while (!ngx_http_prefix_route_index_ready(&idx)) {
+        /* void */
+    }
+
+    test_drop_all();
+
+    return 1;
+}
+
+
+/* every drop under way, a slice at a time */
+
+static void
+test_drop_all(void)
+{
+    while (!ngx_http_prefix_route_index_clear(&idx)) {
+        /* void */
+    }
+}
+
+
+/* server 1 records prompt test_next */
+
+static void
+test_record_next(void)
+{
+    (void) test_record(test_next, 10, 1, 0);
+}
+
+
+/* server 0's prefixes recorded before test_stamp go, in slices of 1 */
+
+static void
+test_trim_stamp(void)
+{
+    idx.mend_steps = 8;
+    (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &test_stamp);
+    test_drop_all();
 }
 
 
@@ -2209,35 +2250,13 @@ test_sliced(void)
     for (k = 1; /* void */ ; k++) {
         test_killed_fill();
         test_chain(hash, 28, 12);
-        (void) ngx_http_prefix_route_index_stamp(&idx, hash[0], &stamp);
+        (void) ngx_http_prefix_route_index_stamp(&idx, hash[0],
+                                                 &test_stamp);
 
-        pid = fork();
+        status = test_killed_drop(k, test_trim_stamp);
 
-        if (pid == 0) {
-            test_kill = k;
-            idx.mend_steps = 8;
-            (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 0,
-                                                    &stamp);
-
-            while (!ngx_http_prefix_route_index_clear(&idx)) {
-                /* void */
-            }
-
-            _exit(1);
-        }
-
-        (void) waitpid(pid, &status, 0);
-
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        if (status != 1) {
             break;
-        }
-
-        while (!ngx_http_prefix_route_index_ready(&idx)) {
-            /* void */
-        }
-
-        while (!ngx_http_prefix_route_index_clear(&idx)) {
-            /* void */
         }
 
         bad += (peers[0]->stale || idx.sh->dropping
@@ -2247,8 +2266,7 @@ test_sliced(void)
     (void) snprintf(name, sizeof(name), "stale: killed at each of the %u "
                     "writes of a trim in slices: mended, the flags cleared "
                     "(%u not)", (unsigned) (k - 1), (unsigned) bad);
-    test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && k > 100
-            && bad == 0, name);
+    test_ok(status == 0 && k > 100 && bad == 0, name);
 
     /* killed at each point of a mend in slices of 5 steps: mended anew */
 
