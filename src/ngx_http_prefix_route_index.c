@@ -693,7 +693,7 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
     for (i = 0; i < sh->npeers; i++) {
         peer = sh->slots[i];
 
-        if (!peer->wiped && !peer->stale && !peer->over) {
+        if (!ngx_http_prefix_route_dropping(peer)) {
             continue;
         }
 
@@ -737,8 +737,7 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
     }
 
     for ( /* void */ ; i < sh->npeers; i++) {
-        left |= (sh->slots[i]->wiped || sh->slots[i]->stale
-                 || sh->slots[i]->over);
+        left |= ngx_http_prefix_route_dropping(sh->slots[i]);
     }
 
     ngx_http_prefix_route_kill_point();

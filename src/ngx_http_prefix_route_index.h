@@ -182,6 +182,11 @@ typedef struct {
 } ngx_http_prefix_route_peer_t;
 
 
+/* 1 while some of the peer's blocks are to go in slices, else 0 */
+#define ngx_http_prefix_route_dropping(peer)                                  \
+    ((peer)->wiped || (peer)->stale || (peer)->over)
+
+
 /* a worker process that charges load, ngx_http_prefix_route_load.c */
 typedef struct {
     uint64_t                         nonce;     /* tells processes of the

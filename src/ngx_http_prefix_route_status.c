@@ -611,7 +611,7 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_QUEUED] = sp->load.queued;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS] = sp->blocks;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_DROPPING] =
-                                   (sp->wiped || sp->stale || sp->over);
+                                           ngx_http_prefix_route_dropping(sp);
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS] = sp->requests;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_HITS] = sp->hits;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES] =
