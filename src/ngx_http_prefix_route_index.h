@@ -300,6 +300,10 @@ typedef struct {
                                                    stale or over: set
                                                    before it, cleared
                                                    after the last */
+    ngx_uint_t                       drop_from; /* the lowest peer slot
+                                                   that may have holders
+                                                   to go: where eviction
+                                                   looks first */
 
     uint64_t                        *live;      /* the mend's marks: a
                                                    bit a 32-byte chunk */

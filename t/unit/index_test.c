@@ -877,6 +877,45 @@ test_dropping(void)
             "a restarted server's blocks go first: then the rest of "
             "them, the other server's stay");
 
+    /*
+     * eviction looks from the first peer that may have some to go: a
+     * peer with none left moves that on, a restart before it moves it back
+     */
+
+    t = test_full();
+    name_s.data = (u_char *) "peer2";
+    name_s.len = 5;
+    (void) ngx_http_prefix_route_index_wipe(&idx,
+                              ngx_http_prefix_route_index_peer(&idx, &name_s,
+                                                               0));
+    evictions = idx.sh->evictions;
+
+    while (idx.sh->evictions == evictions) {
+        (void) test_record(t++, 10, 1, 0);
+    }
+
+    test_ok(idx.sh->drop_from == 3,
+            "a restarted server with no blocks: eviction looks past it");
+
+    evictions = idx.sh->evictions;
+    (void) ngx_http_prefix_route_index_wipe(&idx, peers[0]);
+    oldest = test_oldest(t);
+    n = peers[0]->blocks;
+
+    for (k = 0;
+         k < 100 && peers[0]->blocks == n
+         && idx.sh->evictions == evictions;
+         k++)
+    {
+        (void) test_record(t + k, 10, 1, 0);
+    }
+
+    test_ok(idx.sh->drop_from == 0 && idx.sh->evictions == evictions
+            && peers[0]->blocks < n && test_match(oldest, 10, 1) == 10
+            && test_check() == 0,
+            "a server restarted after a later one's blocks all went: its "
+            "blocks go first when the zone is full");
+
     /* the same, server 0 above a capacity lowered to 10 blocks */
 
     t = test_full();
