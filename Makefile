@@ -162,7 +162,7 @@ valgrind: all $(NGINX_BIN) $(BUILD)/uptime.so check-deps
 browser-check: all $(NGINX_BIN) check-deps
 	$(RUN) t/browser/status-page $(CURDIR)/$(MODULE)
 
-##   make stress        t/stress/: pressure, reloads, kills, ~8 min
+##   make stress        t/stress/: pressure, reloads, kills, ~10 min
 ##                      (STRESS="reload worker-kill": some of them)
 stress: all $(NGINX_BIN) check-deps
 	$(RUN) t/stress/run $(CURDIR)/$(MODULE) $(STRESS)

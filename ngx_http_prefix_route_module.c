@@ -173,6 +173,7 @@ static void ngx_http_prefix_route_each(ngx_cycle_t *cycle,
     void (*handler)(ngx_http_prefix_route_index_t *idx));
 static ngx_int_t ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
+static void ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone);
 static ngx_int_t ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 static ngx_int_t ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
@@ -696,6 +697,49 @@ ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
 
 
 /*
+ * A new zone where the configuration before had one of this name and
+ * another size: nginx does not keep a zone whose size changed, so the
+ * index starts empty, and the operator is told (a warn: every prompt is
+ * a MISS again, for minutes of TTFT).
+ * Runs in the master, before ngx_cycle becomes the new cycle.
+ */
+
+static void
+ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_shm_zone_t   *old;
+
+    for (part = &((ngx_cycle_t *) ngx_cycle)->shared_memory.part;
+         part != NULL;
+         part = part->next)
+    {
+        old = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+
+            if (old[i].tag != &ngx_http_prefix_route_module
+                || old[i].shm.name.len != shm_zone->shm.name.len
+                || ngx_strncmp(old[i].shm.name.data, shm_zone->shm.name.data,
+                               shm_zone->shm.name.len)
+                   != 0)
+            {
+                continue;
+            }
+
+            ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
+                          "prefix_route zone \"%V\" is now %uz bytes, was "
+                          "%uz: its index starts empty",
+                          &shm_zone->shm.name, shm_zone->shm.size,
+                          old[i].shm.size);
+            return;
+        }
+    }
+}
+
+
+/*
  * Sets up or takes over the zone, in limit_req's manner, and finds the
  * servers' records in it.  Runs in the master on start and reload.
  */
@@ -757,6 +801,8 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     if (oprcf == NULL && !shm_zone->shm.exists) {
 
+        ngx_http_prefix_route_resized(shm_zone);
+
         /* a new zone: slab errors name it */
 
         len = sizeof(" in prefix_route zone \"\"") + shm_zone->shm.name.len;
@@ -771,11 +817,13 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     } else if (sh->nworkers < nworkers) {
         ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
-                      "prefix_route zone \"%V\" keeps load apart for %ui "
-                      "worker processes, %ui are configured: the others "
-                      "share one count until the zone's size or name "
-                      "changes", &shm_zone->shm.name, (sh->nworkers - 2) / 2,
-                      (nworkers - 2) / 2);
+                      "prefix_route zone \"%V\" was made for "
+                      "worker_processes %ui, %ui now: the load of workers "
+                      "beyond its slots is counted in one shared cell, "
+                      "balanced alike, but a crash of such a worker "
+                      "leaves its requests counted until the zone's size "
+                      "or name changes", &shm_zone->shm.name,
+                      (sh->nworkers - 2) / 2, (nworkers - 2) / 2);
     }
 
     /*

@@ -447,10 +447,18 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
         if (peer->len == name->len
             && ngx_memcmp(peer->name, name->data, name->len) == 0)
         {
-            /* its excess, if it is going, is over the capacity now */
+            /*
+             * a reload: above a capacity it lowered, the excess goes in
+             * slices from now, not from the server's next record; a raised
+             * capacity or none ends a drop under way
+             */
 
-            if (peer->over) {
+            if (capacity && peer->blocks > capacity) {
+                ngx_http_prefix_route_index_doom(idx, peer);
                 peer->over = capacity;
+
+            } else {
+                peer->over = 0;
             }
 
             return peer;

@@ -197,7 +197,7 @@ typedef struct {
 
 /* models whose bytes per token the zone learns, at most */
 #define NGX_HTTP_PREFIX_ROUTE_MODELS       8
-#define NGX_HTTP_PREFIX_ROUTE_MODEL_NAME   32
+#define NGX_HTTP_PREFIX_ROUTE_MODEL_NAME   128
 
 
 /*
@@ -397,11 +397,11 @@ ngx_int_t ngx_http_prefix_route_index_lock_master(
 
 /*
  * Finds the shared record of the peer named "name", creating it, for a
- * configuration whose capacity is "capacity" blocks (0: no limit): the
- * excess of a peer above an earlier configuration's, if it is still
- * going in slices (peer->over), is then the excess over this one.  The
- * caller holds the zone mutex.  Returns NULL when the zone has no memory
- * left.
+ * configuration whose capacity is "capacity" blocks (0: no limit): a
+ * peer found above it (a reload lowered it) is marked to lose its excess
+ * in slices (index_clear()), one found at most at it, or any with no
+ * limit, keeps its blocks.  The caller holds the zone mutex.  Returns
+ * NULL when the zone has no memory left.
  */
 ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
     ngx_http_prefix_route_index_t *idx, ngx_str_t *name,

@@ -224,3 +224,29 @@ gives them 5.  The prompts are HITs where they were.
 main::same(undef, qw(A B C D))
 --- response_body eval
 [("same\n") x 4]
+
+
+
+=== TEST 8: with no capacity (a new zone size), eight prompts fill both servers above 10 blocks
+--- http_config eval: ::upstream("zone=llm:1m capacity=0", 1, 2) . ::backends(1, 2)
+--- config eval: ::proxy() . "location = /status {\n    prefix_route_status;\n}\n"
+--- request eval
+[(map { main::chat($_) } qw(E F G H I J K L)), "GET /status"]
+--- response_body_like eval
+[("b[12]\n") x 8,
+ qr/"forgotten":0,.*"blocks":(?:1[1-9]|[2-9]\d|\d{3,}),"dropping":0,.*"blocks":(?:1[1-9]|[2-9]\d|\d{3,}),"dropping":0,/s]
+
+
+
+=== TEST 9: a reload that lowers capacity to 10 blocks: each server's excess goes with no request sent
+Until 2026-12-05 a server kept its excess until its next record.
+--- main_config eval: $::LoadModule . $::LoadEcho
+--- http_config eval: ::upstream("zone=llm:1m capacity=640", 1, 2) . ::backends(1, 2)
+--- config eval
+::proxy() . "location = /status {\n    prefix_route_status;\n}\n"
+. "location = /sleep {\n    echo_sleep 0.3;\n    echo ok;\n}\n"
+--- request eval
+["GET /sleep", "GET /status"]
+--- response_body_like eval
+["ok\n",
+ qr/"forgotten":[1-9]\d+,.*"blocks":(?:\d|10),"dropping":0,.*"blocks":(?:\d|10),"dropping":0,/s]

@@ -393,17 +393,18 @@ last ones agree.  The figures change nothing in the index: a stays a HIT.
 
 
 
-=== TEST 13: models whose names would look alike in the status (cut to 31 bytes, or with bytes replaced by "_") show apart
-A name that fits and has only the bytes the status keeps shows as it is;
-one cut or changed ends in "~" and 8 hex digits of its hash, so that no
-two models make the same Prometheus series.
+=== TEST 13: models whose names would look alike in the status (cut to 127 bytes, or with bytes replaced by "_") show apart
+A name that fits and has only the bytes the status keeps shows as it is
+(a Hugging Face id, 35 bytes, was cut at 31 until 2026-12-05); one cut or
+changed ends in "~" and 8 hex digits of its hash, so that no two models
+make the same Prometheus series.
 --- request eval
-[map({ ::modeled($_) } '"Qwen/Qwen2.5-Coder-32B-Instruct"', '"Qwen/Qwen2.5-Coder-32B-Instruct-AWQ"',
-                       '"org/model v1"', '"org/model_v1"', '"\\u0000nul"'),
+[map({ ::modeled($_) } '"meta-llama/Meta-Llama-3-8B-Instruct"', '"' . ('a' x 127) . '"',
+                       '"' . ('a' x 127) . 'b"', '"org/model v1"', '"org/model_v1"', '"\\u0000nul"'),
  "GET /status"]
 --- response_body_like eval
-[("") x 5,
- '"models":\[\{"name":"Qwen/Qwen2\.5-Coder-32B-Instruct",[^{}]*\},\{"name":"Qwen/Qwen2\.5-Coder-32B~[0-9a-f]{8}",[^{}]*\},\{"name":"org/model_v1~[0-9a-f]{8}",[^{}]*\},\{"name":"org/model_v1",[^{}]*\},\{"name":"_nul~[0-9a-f]{8}",[^{}]*\}\]']
+[("") x 6,
+ '"models":\[\{"name":"meta-llama/Meta-Llama-3-8B-Instruct",[^{}]*\},\{"name":"a{127}",[^{}]*\},\{"name":"a{118}~[0-9a-f]{8}",[^{}]*\},\{"name":"org/model_v1~[0-9a-f]{8}",[^{}]*\},\{"name":"org/model_v1",[^{}]*\},\{"name":"_nul~[0-9a-f]{8}",[^{}]*\}\]']
 
 
 
