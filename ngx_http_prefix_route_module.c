@@ -174,6 +174,8 @@ static void ngx_http_prefix_route_each(ngx_cycle_t *cycle,
 static ngx_int_t ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
 static void ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone);
+static void ngx_http_prefix_route_capacity(
+    ngx_http_prefix_route_srv_conf_t *prcf);
 static ngx_int_t ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 static ngx_int_t ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
@@ -451,6 +453,10 @@ ngx_http_prefix_route_init_process(ngx_cycle_t *cycle)
         prcf = ngx_http_conf_upstream_srv_conf(uscfp[i],
                                                ngx_http_prefix_route_module);
 
+        if (prcf->shm_zone != NULL && prcf->index.sh != NULL) {
+            ngx_http_prefix_route_capacity(prcf);
+        }
+
         if (prcf->probe.interval && prcf->index.sh != NULL
             && ngx_http_prefix_route_probe_init(cycle, prcf) != NGX_OK)
         {
@@ -459,6 +465,50 @@ ngx_http_prefix_route_init_process(ngx_cycle_t *cycle)
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * This configuration's capacity, in its workers: a server above it (a
+ * reload lowered it) loses its excess in slices from now, not from its
+ * next record; a capacity raised or none ends such a drop.  Not in the
+ * master's init_zone(): a reload that then fails (a port in use) would
+ * have applied it to the running configuration (helper-40, 2026-12-06).
+ */
+
+static void
+ngx_http_prefix_route_capacity(ngx_http_prefix_route_srv_conf_t *prcf)
+{
+    ngx_uint_t                     b, i, capacity;
+    ngx_http_upstream_rr_peers_t  *peers;
+
+    capacity = prcf->capacity / prcf->block;
+
+    ngx_shmtx_lock(&prcf->index.shpool->mutex);
+
+    for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
+    {
+        for (i = 0; i < peers->number; i++) {
+            if (prcf->shared[b][i] != NULL) {
+                ngx_http_prefix_route_index_capacity(&prcf->index,
+                                                     prcf->shared[b][i],
+                                                     capacity);
+            }
+        }
+    }
+
+    /* shadow mode's records of would-be placements */
+
+    for (i = 0; i < prcf->peers->number; i++) {
+        if (prcf->vshared[i] != NULL) {
+            ngx_http_prefix_route_index_capacity(&prcf->index,
+                                                 prcf->vshared[i], capacity);
+        }
+    }
+
+    ngx_shmtx_unlock(&prcf->index.shpool->mutex);
+
+    ngx_http_prefix_route_mend_soon(&prcf->index);
 }
 
 
@@ -730,7 +780,8 @@ ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone)
 
             ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
                           "prefix_route zone \"%V\" is now %uz bytes, was "
-                          "%uz: its index starts empty",
+                          "%uz: the new configuration starts an empty "
+                          "index",
                           &shm_zone->shm.name, shm_zone->shm.size,
                           old[i].shm.size);
             return;
@@ -877,9 +928,7 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
 
             prcf->shared[b][i] = ngx_http_prefix_route_index_peer(
-                                                  &prcf->index, &peer->name,
-                                                  prcf->capacity
-                                                  / prcf->block);
+                                                  &prcf->index, &peer->name);
 
             if (prcf->shared[b][i] == NULL && roomless++ == 0) {
                 first = &peer->name;
@@ -889,7 +938,7 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     for (i = 0; names != NULL && i < prcf->peers->number; i++) {
         prcf->vshared[i] = ngx_http_prefix_route_index_peer(&prcf->index,
-                                   &names[i], prcf->capacity / prcf->block);
+                                                            &names[i]);
     }
 
     /* the slots numbered now: other workers may add none meanwhile */

@@ -429,7 +429,7 @@ ngx_http_prefix_route_index_lock_master(ngx_http_prefix_route_index_t *idx,
 
 ngx_http_prefix_route_peer_t *
 ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
-    ngx_str_t *name, ngx_uint_t capacity)
+    ngx_str_t *name)
 {
     size_t                          size;
     ngx_queue_t                    *q;
@@ -447,20 +447,6 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
         if (peer->len == name->len
             && ngx_memcmp(peer->name, name->data, name->len) == 0)
         {
-            /*
-             * a reload: above a capacity it lowered, the excess goes in
-             * slices from now, not from the server's next record; a raised
-             * capacity or none ends a drop under way
-             */
-
-            if (capacity && peer->blocks > capacity) {
-                ngx_http_prefix_route_index_doom(idx, peer);
-                peer->over = capacity;
-
-            } else {
-                peer->over = 0;
-            }
-
             return peer;
         }
     }
@@ -661,6 +647,20 @@ ngx_http_prefix_route_index_ready(ngx_http_prefix_route_index_t *idx)
     ngx_http_prefix_route_index_end(idx);
 
     return 1;
+}
+
+
+void
+ngx_http_prefix_route_index_capacity(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity)
+{
+    if (capacity && peer->blocks > capacity) {
+        ngx_http_prefix_route_index_doom(idx, peer);
+        peer->over = capacity;
+
+    } else {
+        peer->over = 0;
+    }
 }
 
 

@@ -396,16 +396,23 @@ ngx_int_t ngx_http_prefix_route_index_lock_master(
     ngx_http_prefix_route_index_t *idx, ngx_log_t *log);
 
 /*
- * Finds the shared record of the peer named "name", creating it, for a
- * configuration whose capacity is "capacity" blocks (0: no limit): a
- * peer found above it (a reload lowered it) is marked to lose its excess
- * in slices (index_clear()), one found at most at it, or any with no
- * limit, keeps its blocks.  The caller holds the zone mutex.  Returns
- * NULL when the zone has no memory left.
+ * Finds the shared record of the peer named "name", creating it.  The
+ * caller holds the zone mutex.  Returns NULL when the zone has no memory
+ * left.
  */
 ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
-    ngx_http_prefix_route_index_t *idx, ngx_str_t *name,
-    ngx_uint_t capacity);
+    ngx_http_prefix_route_index_t *idx, ngx_str_t *name);
+
+/*
+ * A worker process of a configuration whose capacity is "capacity"
+ * blocks (0: no limit) starts: a peer above it (a reload lowered it) is
+ * marked to lose its excess in slices (index_clear()); a peer at most at
+ * it, or any with no limit, ends a drop of its excess under way.  In the
+ * workers, not in the master, whose reload may yet fail.  The caller
+ * holds the zone mutex.
+ */
+void ngx_http_prefix_route_index_capacity(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity);
 
 /*
  * Whether the index may be used.  A change of the index that another

@@ -810,11 +810,9 @@ test_dropping(void)
 
     test_capacity_fill();
     (void) test_record(100, 4, 0, 100);
-    name_s.data = (u_char *) peers[0]->name;
-    name_s.len = peers[0]->len;
+    ngx_http_prefix_route_index_capacity(&idx, peers[0], 400);
 
-    test_ok(ngx_http_prefix_route_index_peer(&idx, &name_s, 400) == peers[0]
-            && peers[0]->over == 0,
+    test_ok(peers[0]->over == 0,
             "capacity lowered, then raised above what the server holds by "
             "a reload: its mark goes");
 
@@ -828,7 +826,7 @@ test_dropping(void)
             "nothing more goes");
 
     (void) test_record(101, 4, 0, 100);
-    (void) ngx_http_prefix_route_index_peer(&idx, &name_s, 0);
+    ngx_http_prefix_route_index_capacity(&idx, peers[0], 0);
 
     while (!ngx_http_prefix_route_index_clear(&idx)) {
         /* void */
@@ -841,21 +839,19 @@ test_dropping(void)
     /* a reload that lowers the capacity: the excess goes with no record */
 
     test_capacity_fill();
-    name_s.data = (u_char *) peers[0]->name;
-    name_s.len = peers[0]->len;
+    ngx_http_prefix_route_index_capacity(&idx, peers[0], 100);
 
-    test_ok(ngx_http_prefix_route_index_peer(&idx, &name_s, 100) == peers[0]
-            && peers[0]->over == 100 && idx.sh->dropping,
+    test_ok(peers[0]->over == 100 && idx.sh->dropping,
             "a reload lowering the capacity marks a server above it");
 
     while (!ngx_http_prefix_route_index_clear(&idx)) {
         /* void */
     }
 
+    ngx_http_prefix_route_index_capacity(&idx, peers[0], 100);
+
     test_ok(peers[0]->blocks == 100 && test_match(30, 10, 0) == 10
             && test_match(20, 10, 0) == 0 && test_check() == 0
-            && ngx_http_prefix_route_index_peer(&idx, &name_s, 100)
-               == peers[0]
             && peers[0]->over == 0 && !idx.sh->dropping,
             "a reload lowering the capacity: the excess goes in slices "
             "before any record, least recently used first; a reload to the "
@@ -916,8 +912,8 @@ test_dropping(void)
     name_s.data = (u_char *) "peer2";
     name_s.len = 5;
     (void) ngx_http_prefix_route_index_wipe(&idx,
-                              ngx_http_prefix_route_index_peer(&idx, &name_s,
-                                                               0));
+                              ngx_http_prefix_route_index_peer(&idx,
+                                                               &name_s));
     evictions = idx.sh->evictions;
 
     while (idx.sh->evictions == evictions) {
@@ -2098,7 +2094,7 @@ test_sliced(void)
     test_ok(!ngx_http_prefix_route_index_ready(&idx),
             "sliced: a mend under way");
 
-    peers[2] = ngx_http_prefix_route_index_peer(&idx, &test_added, 0);
+    peers[2] = ngx_http_prefix_route_index_peer(&idx, &test_added);
 
     idx.mend_steps = NGX_MAX_INT_T_VALUE;
 

@@ -143,7 +143,7 @@ test_zone(size_t size, ngx_uint_t npeers_)
     for (i = 0; i < npeers; i++) {
         s.data = name;
         s.len = ngx_sprintf(name, "peer%ui", i) - name;
-        peers[i] = ngx_http_prefix_route_index_peer(&idx, &s, 0);
+        peers[i] = ngx_http_prefix_route_index_peer(&idx, &s);
         pos[peers[i]->slot] = i;
     }
 }
