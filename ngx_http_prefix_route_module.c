@@ -178,6 +178,9 @@ static void ngx_http_prefix_route_capacity(
     ngx_http_prefix_route_srv_conf_t *prcf);
 static ngx_int_t ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
+static void ngx_http_prefix_route_repeated(
+    ngx_http_prefix_route_peer_t **shared, ngx_uint_t *pos, ngx_uint_t *held,
+    ngx_uint_t n);
 static ngx_int_t ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us);
 static void ngx_http_prefix_route_prepare(ngx_http_request_t *r,
@@ -967,9 +970,9 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
             prcf->vpos[i] = prcf->peers->number;
         }
 
-        for (i = 0; i < prcf->peers->number; i++) {
-            if (prcf->vshared[i] != NULL) {
-                prcf->vpos[prcf->vshared[i]->slot] = i;
+        for (i = prcf->peers->number; i > 0; i--) {
+            if (prcf->vshared[i - 1] != NULL) {
+                prcf->vpos[prcf->vshared[i - 1]->slot] = i - 1;
             }
         }
     }
@@ -986,14 +989,61 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
             prcf->pos[b][i] = peers->number;
         }
 
-        for (i = 0; i < peers->number; i++) {
-            if (prcf->shared[b][i] != NULL) {
-                prcf->pos[b][prcf->shared[b][i]->slot] = i;
+        /* backwards: the first line of an address is its position */
+
+        for (i = peers->number; i > 0; i--) {
+            if (prcf->shared[b][i - 1] != NULL) {
+                prcf->pos[b][prcf->shared[b][i - 1]->slot] = i - 1;
             }
         }
     }
 
+    prcf->repeats = 0;
+
+    for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
+    {
+        for (i = 0; i < peers->number; i++) {
+            prcf->repeats += ngx_http_prefix_route_repeat(prcf, b, i);
+        }
+    }
+
     return NGX_OK;
+}
+
+
+ngx_uint_t
+ngx_http_prefix_route_repeat(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_uint_t b, ngx_uint_t i)
+{
+    ngx_uint_t  slot;
+
+    if (prcf->shared[b][i] == NULL) {
+        return 0;
+    }
+
+    slot = prcf->shared[b][i]->slot;
+
+    return prcf->pos[b][slot] != i
+           || (b == 1 && prcf->pos[0][slot] < prcf->peers->number);
+}
+
+
+/*
+ * Server lines with one address share its record, which the index match
+ * credits to the first of them (pos): the others hold what it holds.
+ */
+
+static void
+ngx_http_prefix_route_repeated(ngx_http_prefix_route_peer_t **shared,
+    ngx_uint_t *pos, ngx_uint_t *held, ngx_uint_t n)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (shared[i] != NULL) {
+            held[i] = held[pos[shared[i]->slot]];
+        }
+    }
 }
 
 
@@ -1559,6 +1609,24 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         c->weight = peer->weight;
         c->rank = ngx_http_prefix_route_hash((u_char *) &id[i],
                                              sizeof(uint64_t), ctx->key);
+
+        if (shared[i] == NULL) {
+
+            /*
+             * a server without a record in the zone: round robin's count
+             * of its connections (this worker's, or all workers' with
+             * the upstream's own "zone") is its load, so that max_load
+             * bounds it as least_conn would
+             */
+
+            c->queued = 0;
+            c->outstanding = 0;
+            c->inflight = peer->conns;
+            c->decoding = 0;
+            c->cached = 0;
+            c->others = 0;
+            c->others_running = 0;
+        }
     }
 
     /* match, and a snapshot of the servers' load */
@@ -1570,6 +1638,11 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                                    prcf->pos[b], prcf->npos, peers->number,
                                    NGX_HTTP_PREFIX_ROUTE_VISITS(peers->number),
                                    prcf->held);
+
+    if (prcf->repeats) {
+        ngx_http_prefix_route_repeated(shared, prcf->pos[b], prcf->held,
+                                       peers->number);
+    }
 
     /*
      * held, the mutex says a mend is left: the timer goes on with it, or
@@ -1596,43 +1669,40 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                                    peers->number,
                                    NGX_HTTP_PREFIX_ROUTE_VISITS(peers->number),
                                    prcf->vheld);
+
+        if (prcf->repeats) {
+            ngx_http_prefix_route_repeated(prcf->vshared, prcf->vpos,
+                                           prcf->vheld, peers->number);
+        }
     }
 
     for (i = 0; i < peers->number; i++) {
         sp = shared[i];
         c = &prcf->cand[i];
 
-        if (sp != NULL) {
-
-            /* shadow mode: the load of the would-be placements */
-
-            lp = (virt && prcf->vshared[i] != NULL) ? prcf->vshared[i] : sp;
-
-            c->queued = (double) lp->load.queued;
-            c->outstanding = (double) lp->load.bytes;
-            c->inflight = lp->load.inflight;
-            c->decoding = lp->load.inflight > lp->load.waiting
-                          ? lp->load.inflight - lp->load.waiting : 0;
-            /*
-             * a mend recounts the blocks, a restarted engine's go: none
-             * is trusted until then
-             */
-            c->cached = (mending || lp->wiped) ? 0 : lp->blocks;
-
-            /* others' requests there, by the engine's last fresh gauges */
-
-            (void) ngx_http_prefix_route_probe_foreign(prcf, sp, &c->others,
-                                                       &c->others_running);
-
-        } else {
-            c->queued = 0;
-            c->outstanding = 0;
-            c->inflight = 0;
-            c->decoding = 0;
-            c->cached = 0;
-            c->others = 0;
-            c->others_running = 0;
+        if (sp == NULL) {
+            continue;
         }
+
+        /* shadow mode: the load of the would-be placements */
+
+        lp = (virt && prcf->vshared[i] != NULL) ? prcf->vshared[i] : sp;
+
+        c->queued = (double) lp->load.queued;
+        c->outstanding = (double) lp->load.bytes;
+        c->inflight = lp->load.inflight;
+        c->decoding = lp->load.inflight > lp->load.waiting
+                      ? lp->load.inflight - lp->load.waiting : 0;
+        /*
+         * a mend recounts the blocks, a restarted engine's go: none
+         * is trusted until then
+         */
+        c->cached = (mending || lp->wiped) ? 0 : lp->blocks;
+
+        /* others' requests there, by the engine's last fresh gauges */
+
+        (void) ngx_http_prefix_route_probe_foreign(prcf, sp, &c->others,
+                                                   &c->others_running);
     }
 
     hold = ngx_http_prefix_route_clock() - t;

@@ -77,9 +77,14 @@ typedef struct {
     ngx_http_prefix_route_peer_t      **shared[2];   /* records in zone */
     uint64_t                           *id[2];       /* hashes of names */
 
-    /* position in each list by the zone's peer slot; npeers: none */
+    /*
+     * position in each list by the zone's peer slot, the first line with
+     * that address; npeers: none
+     */
     ngx_uint_t                         *pos[2];
     ngx_uint_t                          npos;
+    ngx_uint_t                          repeats;     /* lines repeating an
+                                                        earlier address */
 
     /*
      * shadow mode: the records of prefix_route's would-be placements, per
@@ -97,6 +102,15 @@ typedef struct {
 
 extern ngx_module_t  ngx_http_prefix_route_module;
 extern ngx_str_t     ngx_http_prefix_route_status_names[];
+
+
+/*
+ * Whether server i of list b (0 primary, 1 backup) repeats the address of
+ * an earlier server line: it shares that line's record, so the status
+ * shows it and the probes poll it once, as that line.
+ */
+ngx_uint_t ngx_http_prefix_route_repeat(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_uint_t b, ngx_uint_t i);
 
 
 /*

@@ -153,6 +153,11 @@ ngx_http_prefix_route_probe_init(ngx_cycle_t *cycle,
     {
         for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
 
+            if (ngx_http_prefix_route_repeat(prcf, b, i)) {
+                pr->n--;
+                continue;
+            }
+
             s->prober = pr;
             s->peer = peer;
             s->sp = prcf->shared[b][i];

@@ -525,6 +525,9 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
 
         ngx_http_prefix_route_status_peers(prcf, peers, st, size);
 
+        /* less the lines repeating an address */
+        n = st->npeers;
+
         ngx_memcpy(st->samples, sh->samples, sizeof(sh->samples));
         st->sample = sh->sample;
 
@@ -558,8 +561,9 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
 
 /*
  * The peers of both lists with their round robin state (per worker unless
- * the upstream has a "zone") and their shared figures.  The caller holds
- * the peers lock and, inside it, the zone mutex.
+ * the upstream has a "zone") and their shared figures, a server line that
+ * repeats an earlier one's address left out (its figures are that line's).
+ * The caller holds the peers lock and, inside it, the zone mutex.
  */
 
 static void
@@ -580,6 +584,11 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
     for (b = 0, list = peers; list != NULL; b++, list = list->next) {
 
         for (peer = list->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+
+            if (ngx_http_prefix_route_repeat(prcf, b, i)) {
+                st->npeers--;
+                continue;
+            }
 
             sp = prcf->shared[b][i];
 

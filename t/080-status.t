@@ -167,3 +167,24 @@ _EOC_
 [qr/\{"name":"a\\"b\\\\c<d>","zone":"odd",.*"peers":\[\{"name":"unix:\/tmp\/x\\"y\\\\z\.sock","state":"up"/s,
  qr/nginx_prefix_route_zone_size_bytes\{upstream="a\\"b\\\\c<d>"\} 1048576\n.*nginx_prefix_route_peer_state\{upstream="a\\"b\\\\c<d>",peer="unix:\/tmp\/x\\"y\\\\z\.sock",state="up"\} 1\n/s,
  qr/<h2>upstream a&quot;b\\c&lt;d&gt;<\/h2>.*<tr><td>unix:\/tmp\/x&quot;y\\z\.sock<\/td>/s]
+
+
+
+=== TEST 10: two server lines with one address are one server: a prompt HITs it again whichever line took it, and the status shows it once
+Upstream dup over b1, b2 and b1 again.  Each Prometheus series of a
+server appears once (a repeated label set is an invalid page), and the
+JSON lists two servers.
+--- http_config eval
+$::Http . ::upstream("zone=dup:1m", 1, 2, 1)
+--- config eval
+$::Config . ::proxy(path => "/dup/", to => "dup")
+--- request eval
+my @r = map { (my $q = ::ask("dup")) =~ s{^POST /v1/}{POST /dup/v1/}; $q } 1 .. 3;
+[@r, "GET /status?format=prometheus", "GET /status"]
+--- response_headers eval
+["X-Prefix-Route: MISS 0 1116", ("X-Prefix-Route: HIT 1088 1116") x 2, "", ""]
+--- response_body_like eval
+my $one = sub { my $s = quotemeta shift; qr/\A(?:(?!$s).)*$s(?:(?!$s).)*\z/s };
+["^(b[12])\n\$", "^b[12]\n\$", "^b[12]\n\$",
+ $one->('nginx_prefix_route_peer_requests_total{upstream="dup",peer="127.0.0.1:19401"}'),
+ qr/"name":"dup","zone":"dup",.*"peers":\[\{"name":"127\.0\.0\.1:19401",[^\]]*\},\{"name":"127\.0\.0\.1:19402",[^\]]*\}\]\}/s]

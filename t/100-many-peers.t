@@ -10,7 +10,7 @@
 use Test::Nginx::Socket 'no_plan';
 use FindBin;
 use lib $FindBin::Bin;
-use PrefixRoute qw(:DEFAULT chat user text);
+use PrefixRoute qw(:DEFAULT chat chat_body user text);
 
 our $N = 200;
 our $Base = 19500;
@@ -42,6 +42,20 @@ CONF
     $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
     return $block;
 });
+
+# 3000 servers marked down fill the smallest zone's records, then the 4
+# backends b1..b4 (answering after 0.5 s): these have no record
+our $Recordless = "upstream llm {\n    prefix_route zone=recordless:128k;\n"
+                . join("", map { "    server 127.0.0.2:" . (20000 + $_) . " down;\n" } 1 .. 3000)
+                . join("", map { "    server " . addr($_) . ";\n" } 1 .. 4)
+                . "}\n" . routes(1 .. 4) . backends({ sleep => 0.5 }, 1 .. 4);
+
+# the backend of each line of the routes log, and how many it served
+sub served {
+    my %n;
+    $n{(split / /)[0]}++ for split /\n/, shift;
+    return \%n;
+}
 
 # the routes log: the first 200 requests are MISSes spread over at least
 # 150 servers, the next 200 repeat them and are HITs on the same servers
@@ -93,3 +107,23 @@ qr/\[warn\] .*prefix_route zone "small" has no room for \d{3,4} server\(s\), the
 has no room for server
 [alert]
 [crit]
+
+
+
+=== TEST 3: servers without a record in the zone still count their requests in flight: 12 concurrent identical prompts spread as max_load says
+A prompt's rank picks the same backend for all 12; only their count of
+requests in flight (round robin's connections, as least_conn's) makes
+max_load send the rest elsewhere: none may take more than 7 (150% of the
+mean of 3, plus 2; docs/reference.md).  Before, a server without a record
+was seen idle and took all 12.  All are MISSes: nothing is recorded for
+these servers (TEST 2: the warn).
+--- main_config eval: $PrefixRoute::LoadModule . $PrefixRoute::LoadEcho
+--- http_config eval: $::Recordless
+--- config eval
+::proxy(routes => 1) . ::fan("/fan", (::chat_body([::user(::text("Same question", 300))])) x 12)
+--- request eval
+["GET /fan", "GET /routes"]
+--- response_body_like eval
+["\\A(?:b[1-4]\n){12}\\z",
+ qr/\A((?:b[1-4] MISS 0 \d+\n){12})\z(?(?{ my $n = main::served($^N); keys %$n >= 2 && !grep { $_ > 7 } values %$n })|(*FAIL))/]
+--- timeout: 10

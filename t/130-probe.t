@@ -449,3 +449,22 @@ after, as the real placement (the second field).
 --- no_error_log
 [alert]
 [crit]
+
+
+
+=== TEST 23: two server lines with one address are one engine: it is probed once a round, as often as the other
+Upstream over b1, b2 and b1 again; each /metrics request is logged with
+the port it came to.  Over 0.5 s (about 5 rounds) b1 is asked no more
+than once more than b2, not twice as often.
+--- http_config eval
+::probed($::Probe, 1, 2, 1)
+. "log_format probe \$server_port;\n"
+. ::engine(1, 'access_log logs/probes.log probe; ' . ::vllm(0, 0, 0, 1))
+. ::engine(2, 'access_log logs/probes.log probe; ' . ::vllm(0, 0, 0, 1))
+--- config eval
+$::Config . "location = /probes {\n    alias logs/probes.log;\n}\n"
+--- request eval
+["GET /sleep", "GET /probes"]
+--- response_body_like eval
+["ok",
+ qr/\A(.*)\z(?(?{ my %n; $n{$_}++ for split m{\n}, $^N; my @c = sort { $a <=> $b } values %n; @c == 2 && $c[0] >= 2 && $c[1] <= $c[0] + 1 })|(*FAIL))/s]
