@@ -173,7 +173,7 @@ static void ngx_http_prefix_route_each(ngx_cycle_t *cycle,
     void (*handler)(ngx_http_prefix_route_index_t *idx));
 static ngx_int_t ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
-static void ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone);
+static size_t ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone);
 static void ngx_http_prefix_route_capacity(
     ngx_http_prefix_route_srv_conf_t *prcf);
 static ngx_int_t ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone,
@@ -458,6 +458,15 @@ ngx_http_prefix_route_init_process(ngx_cycle_t *cycle)
 
         if (prcf->shm_zone != NULL && prcf->index.sh != NULL) {
             ngx_http_prefix_route_capacity(prcf);
+        }
+
+        if (prcf->resized && ngx_worker == 0) {
+            ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
+                          "prefix_route zone \"%V\" is now %uz bytes, was "
+                          "%uz: the new configuration starts an empty "
+                          "index",
+                          &prcf->shm_zone->shm.name,
+                          prcf->shm_zone->shm.size, prcf->resized);
         }
 
         if (prcf->probe.interval && prcf->index.sh != NULL
@@ -752,12 +761,14 @@ ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
 /*
  * A new zone where the configuration before had one of this name and
  * another size: nginx does not keep a zone whose size changed, so the
- * index starts empty, and the operator is told (a warn: every prompt is
- * a MISS again, for minutes of TTFT).
+ * index starts empty.  Returns the old zone's size in bytes, 0 if there
+ * was none; the new configuration's first worker tells the operator (a
+ * warn: every prompt is a MISS again, for minutes of TTFT), not the
+ * master here: the reload may yet fail, and the old zone go on.
  * Runs in the master, before ngx_cycle becomes the new cycle.
  */
 
-static void
+static size_t
 ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone)
 {
     ngx_uint_t        i;
@@ -781,15 +792,11 @@ ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone)
                 continue;
             }
 
-            ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
-                          "prefix_route zone \"%V\" is now %uz bytes, was "
-                          "%uz: the new configuration starts an empty "
-                          "index",
-                          &shm_zone->shm.name, shm_zone->shm.size,
-                          old[i].shm.size);
-            return;
+            return old[i].shm.size;
         }
     }
+
+    return 0;
 }
 
 
@@ -855,7 +862,7 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     if (oprcf == NULL && !shm_zone->shm.exists) {
 
-        ngx_http_prefix_route_resized(shm_zone);
+        prcf->resized = ngx_http_prefix_route_resized(shm_zone);
 
         /* a new zone: slab errors name it */
 

@@ -51,6 +51,10 @@ typedef struct {
 /* the configuration of one upstream{} that uses prefix_route */
 typedef struct {
     ngx_shm_zone_t                     *shm_zone;
+    size_t                              resized;     /* bytes: the size of
+                                                        the zone of this
+                                                        name it replaced,
+                                                        0: none */
     ngx_http_prefix_route_index_t       index;
     ngx_cycle_t                        *cycle;       /* its worker_processes */
 
