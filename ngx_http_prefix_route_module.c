@@ -3108,11 +3108,11 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
     if (uscf->peer.init_upstream) {
         ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                            "\"prefix_route\" directive follows "
-                           "\"keepalive\" or another load balancing "
-                           "method (\"least_conn\", \"hash\", "
-                           "\"random\"...): put it first in the "
-                           "upstream, or give \"shadow\" to watch that "
-                           "method");
+                           "\"keepalive\" or a load balancing method "
+                           "(\"least_conn\", \"hash\", \"random\"...): "
+                           "put \"prefix_route\" first in the upstream "
+                           "(\"shadow\" instead leaves such a method in "
+                           "charge, prefix_route only watching it)");
         return NGX_CONF_ERROR;
     }
 

@@ -334,7 +334,7 @@ upstream llm {
 }
 --- must_die
 --- error_log
-"prefix_route" directive follows "keepalive" or another load balancing method
+"prefix_route" directive follows "keepalive" or a load balancing method ("least_conn", "hash", "random"...): put "prefix_route" first in the upstream
 
 
 
@@ -348,7 +348,7 @@ upstream llm {
 }
 --- must_die
 --- error_log
-"prefix_route" directive follows "keepalive" or another load balancing method
+"prefix_route" directive follows "keepalive" or a load balancing method ("least_conn", "hash", "random"...): put "prefix_route" first in the upstream
 
 
 
@@ -378,7 +378,7 @@ _EOC_
 --- config
 access_log logs/llm.log llm;
 
-client_body_buffer_size 1m;
+client_body_buffer_size 8m;
 
 location /v1/ {
     proxy_pass http://vllm;
@@ -388,7 +388,7 @@ location /v1/ {
     proxy_buffering off;
     proxy_read_timeout 600s;
 
-    proxy_next_upstream error timeout http_502 http_503;
+    proxy_next_upstream error timeout http_500 http_502 http_503;
 
     add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
 }

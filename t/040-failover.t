@@ -339,3 +339,27 @@ of 0 bytes, not as its first attempt's HIT.
 --- no_error_log
 [alert]
 [crit]
+
+
+
+=== TEST 15: a server that answers every prompt with a quick 500 takes one at most, with proxy_next_upstream http_500 non_idempotent
+Its answers leave it idle and holding nothing, so the cost model would
+send it new prompts (least_conn does the same); nginx's passive health
+check turns it off: the 500 is retried elsewhere and counts against
+max_fails (1), so for fail_timeout no prompt goes to it.  Every client
+gets a 200; b1's 500 shows in one X-Upstream-Status at most.
+--- http_config eval
+::upstream("1 weight=10", 2, 3, 4) . ::backends(2, 3, 4) . <<'_EOC_'
+server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 500; }
+_EOC_
+--- config eval
+"proxy_next_upstream error timeout http_500 non_idempotent;\n" . ::location("/v1/")
+--- request eval
+[map { "POST /v1/chat/completions\n" . main::chat(150 + $_) } 1 .. 12]
+--- error_code eval
+[(200) x 12]
+--- response_headers_like eval
+["X-Upstream-Status: (?:500, )?200",
+ ("X-Upstream-Status: 200") x 11]
+--- response_body_like eval
+[("^b[234]\n\\z") x 12]

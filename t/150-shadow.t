@@ -128,7 +128,7 @@ $u =~ s/(    prefix_route )/    least_conn;\n$1/;
 $u
 --- must_die
 --- error_log
-"prefix_route" directive follows "keepalive" or another load balancing method ("least_conn", "hash", "random"...): put it first in the upstream, or give "shadow" to watch that method
+"prefix_route" directive follows "keepalive" or a load balancing method ("least_conn", "hash", "random"...): put "prefix_route" first in the upstream ("shadow" instead leaves such a method in charge, prefix_route only watching it)
 
 
 
