@@ -119,6 +119,7 @@ ngx_http_prefix_route_probe_init(ngx_cycle_t *cycle,
     ngx_http_prefix_route_srv_conf_t *prcf)
 {
     u_char                              *p;
+    ngx_str_t                            host;
     ngx_uint_t                           b, i, n;
     ngx_http_upstream_rr_peer_t         *peer;
     ngx_http_upstream_rr_peers_t        *peers;
@@ -167,9 +168,22 @@ ngx_http_prefix_route_probe_init(ngx_cycle_t *cycle,
             s->log.handler = ngx_http_prefix_route_probe_log;
             s->log.data = s;
 
+            /*
+             * a unix socket's path is no host name, which a server may
+             * refuse with a 400: "localhost", as nginx's proxy sends
+             */
+
+            host = peer->name;
+
+#if (NGX_HAVE_UNIX_DOMAIN)
+            if (peer->sockaddr->sa_family == AF_UNIX) {
+                ngx_str_set(&host, "localhost");
+            }
+#endif
+
             s->request.len = sizeof("GET  HTTP/1.0" CRLF "Host: " CRLF
                                     "Accept: text/plain" CRLF CRLF) - 1
-                             + prcf->probe.uri.len + peer->name.len;
+                             + prcf->probe.uri.len + host.len;
 
             p = ngx_pnalloc(cycle->pool, s->request.len);
             if (p == NULL) {
@@ -180,7 +194,7 @@ ngx_http_prefix_route_probe_init(ngx_cycle_t *cycle,
 
             (void) ngx_sprintf(p, "GET %V HTTP/1.0" CRLF "Host: %V" CRLF
                                   "Accept: text/plain" CRLF CRLF,
-                               &prcf->probe.uri, &peer->name);
+                               &prcf->probe.uri, &host);
 
             s++;
         }

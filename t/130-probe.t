@@ -468,3 +468,20 @@ $::Config . "location = /probes {\n    alias logs/probes.log;\n}\n"
 --- response_body_like eval
 ["ok",
  qr/\A(.*)\z(?(?{ my %n; $n{$_}++ for split m{\n}, $^N; my @c = sort { $a <=> $b } values %n; @c == 2 && $c[0] >= 2 && $c[1] <= $c[0] + 1 })|(*FAIL))/s]
+
+
+
+=== TEST 24: a server on a unix socket is probed with Host: localhost, as nginx's proxy sends: it answers, and stays up
+nginx answers a Host header holding the socket's path with a 400
+("client sent invalid host header"): sent that, the server would be
+passed over as unhealthy.
+--- http_config eval
+"upstream llm {\n    prefix_route zone=llm:1m;\n    prefix_route_probe $::Probe;\n"
+. "    server unix:/tmp/prefix-route-t130-24.sock;\n}\n"
+. "server {\n    listen unix:/tmp/prefix-route-t130-24.sock;\n"
+. "    location = /metrics {\n        " . ::vllm(3, 1, 0.5, 7) . "\n    }\n"
+. "    location / { return 200 \"b1\\n\"; }\n}\n"
+--- request eval
+["GET /sleep", "GET /status"]
+--- response_body_like eval
+["ok", qr/"name":"unix:\/tmp\/prefix-route-t130-24\.sock","state":"up",[^{}]*"probe_failures":0,"probe_restarts":0,"engine":\{"waiting":3,"running":1,/]
