@@ -176,7 +176,8 @@ e2e: all $(NGINX_BIN) check-deps
 	$(RUN) e2e/run $(CURDIR)/$(MODULE)
 
 ## make deb             build/deb/libnginx-mod-http-prefix-route_*.deb
-deb: check-deps
+deb:
+	@t/tools/deb-install deb
 	debian/tests/build-deb $(BUILD)/deb
 
 ## make soak            t/stress/soak for SOAK_MINUTES (30), not in check
