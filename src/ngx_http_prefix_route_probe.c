@@ -75,6 +75,7 @@ typedef struct {
                                                      began */
     ngx_uint_t                          warned;   /* a page not read */
     char                               *unread;   /* why, when it is not */
+    u_char                              why[48];  /* a status in unread */
 
     size_t                              hlen;
     ngx_uint_t                          hlong;    /* hline is cut short */
@@ -616,7 +617,9 @@ ngx_http_prefix_route_probe_header(ngx_http_prefix_route_probe_slot_t *s)
         s->status = n;
 
         if (n < 200 || n > 299) {
-            s->unread = "answered with a status other than 2xx";
+            (void) ngx_sprintf(s->why, "answered with status %03i, not 2xx%Z",
+                               n);
+            s->unread = (char *) s->why;
             return NGX_ERROR;
         }
 

@@ -125,7 +125,7 @@ b2's page answers 503.  Of 6 new prompts and 3 bodies that cannot be read
 --- response_body_like eval
 ["ok", ("^b1\n\\z") x 9,
  qr/"state":"up".*"state":"unhealthy","inflight":0,[^{}]*"probe_failures":[1-9]\d*,/s,
- qr/\[warn\] .*prefix_route: 2 probes failed in a row \(answered with a status other than 2xx\), the server is passed over until one is answered while probing server 127\.0\.0\.1:\d+ at "\/metrics"/]
+ qr/\[warn\] .*prefix_route: 2 probes failed in a row \(answered with status 503, not 2xx\), the server is passed over until one is answered while probing server 127\.0\.0\.1:\d+ at "\/metrics"/]
 --- no_error_log
 [alert]
 [crit]
