@@ -1646,11 +1646,6 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                                    NGX_HTTP_PREFIX_ROUTE_VISITS(peers->number),
                                    prcf->held);
 
-    if (prcf->repeats) {
-        ngx_http_prefix_route_repeated(shared, prcf->pos[b], prcf->held,
-                                       peers->number);
-    }
-
     /*
      * held, the mutex says a mend is left: the timer goes on with it, or
      * this request when the timers are late (timer_resolution)
@@ -1676,11 +1671,6 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                                    peers->number,
                                    NGX_HTTP_PREFIX_ROUTE_VISITS(peers->number),
                                    prcf->vheld);
-
-        if (prcf->repeats) {
-            ngx_http_prefix_route_repeated(prcf->vshared, prcf->vpos,
-                                           prcf->vheld, peers->number);
-        }
     }
 
     for (i = 0; i < peers->number; i++) {
@@ -1717,6 +1707,16 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     if (pending) {
         ngx_http_prefix_route_mend_soon(idx);
+    }
+
+    if (prcf->repeats) {
+        ngx_http_prefix_route_repeated(shared, prcf->pos[b], prcf->held,
+                                       peers->number);
+
+        if (virt) {
+            ngx_http_prefix_route_repeated(prcf->vshared, prcf->vpos,
+                                           prcf->vheld, peers->number);
+        }
     }
 
     /* choose */
