@@ -434,6 +434,7 @@ ngx_http_prefix_route_init_process(ngx_cycle_t *cycle)
      * worker's death does not give back
      */
 
+    ngx_http_prefix_route_each(cycle, ngx_http_prefix_route_index_enter);
     ngx_http_prefix_route_each(cycle, ngx_http_prefix_route_load_sweep);
     ngx_http_prefix_route_each(cycle, ngx_http_prefix_route_mend_soon);
 
@@ -528,6 +529,7 @@ static void
 ngx_http_prefix_route_exit_process(ngx_cycle_t *cycle)
 {
     ngx_http_prefix_route_each(cycle, ngx_http_prefix_route_load_release);
+    ngx_http_prefix_route_each(cycle, ngx_http_prefix_route_index_leave);
     ngx_http_prefix_route_extract_exit();
 }
 
@@ -813,7 +815,8 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     size_t                             len;
     ngx_int_t                          rc;
     ngx_str_t                         *names, *first;
-    ngx_uint_t                         b, i, nworkers, roomless;
+    uint64_t                           oldest;
+    ngx_uint_t                         b, i, nworkers, roomless, reused;
     ngx_core_conf_t                   *ccf;
     ngx_slab_pool_t                   *shpool;
     ngx_http_upstream_rr_peer_t       *peer;
@@ -921,7 +924,17 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
      */
 
     roomless = 0;
+    reused = 0;
     first = NULL;
+
+    /*
+     * this configuration's number, and the oldest still running: the
+     * records only older ones named are given to new servers
+     */
+
+    prcf->index.gen = ++sh->gen;
+    oldest = ngx_http_prefix_route_index_oldest(&prcf->index,
+                                                oprcf ? oprcf->index.gen : 0);
 
     if (ngx_http_prefix_route_index_lock_master(&prcf->index,
                                                 shm_zone->shm.log)
@@ -938,7 +951,8 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
 
             prcf->shared[b][i] = ngx_http_prefix_route_index_peer(
-                                                  &prcf->index, &peer->name);
+                                                  &prcf->index, &peer->name,
+                                                  oldest, &reused);
 
             if (prcf->shared[b][i] == NULL && roomless++ == 0) {
                 first = &peer->name;
@@ -948,7 +962,8 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     for (i = 0; names != NULL && i < prcf->peers->number; i++) {
         prcf->vshared[i] = ngx_http_prefix_route_index_peer(&prcf->index,
-                                                            &names[i]);
+                                                            &names[i],
+                                                            oldest, &reused);
     }
 
     /* the slots numbered now: other workers may add none meanwhile */
@@ -956,6 +971,14 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     prcf->npos = sh->npeers;
 
     ngx_shmtx_unlock(&shpool->mutex);
+
+    if (reused) {
+        ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
+                      "prefix_route zone \"%V\": %ui record(s) of servers "
+                      "no running configuration has were reused for new "
+                      "servers, their blocks dropped",
+                      &shm_zone->shm.name, reused);
+    }
 
     if (roomless) {
         ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,

@@ -182,6 +182,9 @@ static ngx_uint_t ngx_http_prefix_route_index_cut(
     ngx_uint_t capacity, uint32_t *before, ngx_uint_t limit);
 static ngx_uint_t ngx_http_prefix_route_index_slice(
     ngx_http_prefix_route_index_t *idx);
+static void ngx_http_prefix_route_index_reuse(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
+    ngx_str_t *name);
 static void ngx_http_prefix_route_index_doom(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer);
 static ngx_uint_t ngx_http_prefix_route_index_doomed(
@@ -427,16 +430,126 @@ ngx_http_prefix_route_index_lock_master(ngx_http_prefix_route_index_t *idx,
 }
 
 
-ngx_http_prefix_route_peer_t *
-ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
-    ngx_str_t *name)
+uint64_t
+ngx_http_prefix_route_index_oldest(ngx_http_prefix_route_index_t *idx,
+    uint64_t running)
 {
-    size_t                          size;
-    ngx_queue_t                    *q;
-    ngx_http_prefix_route_sh_t     *sh;
-    ngx_http_prefix_route_peer_t   *peer, **slots, **old;
+    uint64_t                       oldest;
+    ngx_int_t                      i;
+    ngx_uint_t                     k;
+    ngx_http_prefix_route_proc_t  *p;
+
+    if (ngx_process != NGX_PROCESS_MASTER || running == 0) {
+        return 0;
+    }
+
+    oldest = running;
+
+    if (idx->sh->floor && idx->sh->floor < oldest) {
+        oldest = idx->sh->floor;
+    }
+
+    /*
+     * the master's table of its children, not kill(2): a pid taken again
+     * by another process does not keep an entry alive
+     */
+
+    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+        p = &idx->sh->procs[k];
+
+        if (p->pid == 0 || p->gen >= oldest) {
+            continue;
+        }
+
+        for (i = 0; i < ngx_last_process; i++) {
+            if (ngx_processes[i].pid == p->pid) {
+                oldest = p->gen;
+                break;
+            }
+        }
+    }
+
+    return oldest;
+}
+
+
+void
+ngx_http_prefix_route_index_enter(ngx_http_prefix_route_index_t *idx)
+{
+    ngx_pid_t                      pid;
+    ngx_uint_t                     k, free;
+    ngx_http_prefix_route_sh_t    *sh;
+    ngx_http_prefix_route_proc_t  *p;
 
     sh = idx->sh;
+
+    /* an entry to take, its pid read without the mutex and checked under */
+
+    free = NGX_HTTP_PREFIX_ROUTE_PROCS;
+    pid = 0;
+
+    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+        pid = sh->procs[k].pid;
+
+        if (pid == 0 || pid == ngx_pid) {
+            free = k;
+            break;
+        }
+
+        if (free == NGX_HTTP_PREFIX_ROUTE_PROCS
+            && kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH)
+        {
+            free = k;
+        }
+    }
+
+    if (free < NGX_HTTP_PREFIX_ROUTE_PROCS) {
+        pid = sh->procs[free].pid;
+    }
+
+    ngx_shmtx_lock(&idx->shpool->mutex);
+
+    if (free < NGX_HTTP_PREFIX_ROUTE_PROCS && sh->procs[free].pid == pid) {
+        p = &sh->procs[free];
+        p->gen = idx->gen;
+        p->pid = ngx_pid;
+
+    } else if (sh->floor == 0 || idx->gen < sh->floor) {
+        sh->floor = idx->gen;
+    }
+
+    ngx_shmtx_unlock(&idx->shpool->mutex);
+}
+
+
+void
+ngx_http_prefix_route_index_leave(ngx_http_prefix_route_index_t *idx)
+{
+    ngx_uint_t  k;
+
+    ngx_shmtx_lock(&idx->shpool->mutex);
+
+    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+        if (idx->sh->procs[k].pid == ngx_pid) {
+            idx->sh->procs[k].pid = 0;
+        }
+    }
+
+    ngx_shmtx_unlock(&idx->shpool->mutex);
+}
+
+
+ngx_http_prefix_route_peer_t *
+ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
+    ngx_str_t *name, uint64_t oldest, ngx_uint_t *reused)
+{
+    size_t                          size, cells, alloc;
+    ngx_queue_t                    *q;
+    ngx_http_prefix_route_sh_t     *sh;
+    ngx_http_prefix_route_peer_t   *peer, *spare, **slots, **old;
+
+    sh = idx->sh;
+    spare = NULL;
 
     for (q = ngx_queue_head(&sh->peers);
          q != ngx_queue_sentinel(&sh->peers);
@@ -447,8 +560,29 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
         if (peer->len == name->len
             && ngx_memcmp(peer->name, name->data, name->len) == 0)
         {
+            if (peer->named < idx->gen) {
+                peer->named = idx->gen;
+            }
+
             return peer;
         }
+
+        if (spare == NULL && peer->named < oldest && peer->room >= name->len)
+        {
+            spare = peer;
+        }
+    }
+
+    /*
+     * a record no running configuration names goes before a new one:
+     * records stay as many as two configurations name, not one a server
+     * a deploy of new addresses ever brought
+     */
+
+    if (spare != NULL) {
+        ngx_http_prefix_route_index_reuse(idx, spare, name);
+        (*reused)++;
+        return spare;
     }
 
     if (sh->npeers == NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS) {
@@ -500,23 +634,38 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
      * shared one) in one allocation.
      */
 
+    cells = (sh->nworkers + 1) * sizeof(ngx_http_prefix_route_cell_t);
     size = ngx_align(sizeof(ngx_http_prefix_route_peer_t) + name->len,
                      NGX_ALIGNMENT);
 
-    peer = ngx_http_prefix_route_index_alloc(idx, size
-                               + (sh->nworkers + 1)
-                                 * sizeof(ngx_http_prefix_route_cell_t),
-                               sh->holders);
+    /*
+     * the name gets the bytes the slab allocator would leave unused (a
+     * power of two up to half a page, whole pages beyond, ngx_slab.c):
+     * room for a longer name when the record is reused, at no cost
+     */
+
+    for (alloc = 8; alloc < size + cells; alloc *= 2) {
+        /* void */
+    }
+
+    if (alloc > ngx_pagesize / 2) {
+        alloc = ngx_align(size + cells, ngx_pagesize);
+    }
+
+    size = (alloc - cells) & ~((size_t) NGX_ALIGNMENT - 1);
+
+    peer = ngx_http_prefix_route_index_alloc(idx, size + cells, sh->holders);
     if (peer == NULL) {
         goto done;
     }
 
-    ngx_memzero(peer, size + (sh->nworkers + 1)
-                             * sizeof(ngx_http_prefix_route_cell_t));
+    ngx_memzero(peer, size + cells);
 
     ngx_http_prefix_route_link_init(idx, &peer->lru);
     peer->slot = sh->npeers;
     peer->cells = (ngx_http_prefix_route_cell_t *) ((u_char *) peer + size);
+    peer->room = size - offsetof(ngx_http_prefix_route_peer_t, name);
+    peer->named = idx->gen;
     peer->len = name->len;
     ngx_memcpy(peer->name, name->data, name->len);
 
@@ -532,6 +681,44 @@ done:
     ngx_http_prefix_route_index_end(idx);
 
     return peer;
+}
+
+
+/*
+ * Gives "peer", a record no running configuration names, to the server
+ * "name", as a new record but for its blocks, which go in slices as a
+ * restarted engine's do (wiped 2: without that notice), never found for
+ * the new server.  The caller holds the zone mutex.
+ */
+
+static void
+ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer, ngx_str_t *name)
+{
+    peer->stale = 0;
+    peer->over = 0;
+    peer->wiped = 0;
+
+    if (peer->blocks) {
+        ngx_http_prefix_route_index_doom(idx, peer);
+        peer->wiped = 2;
+    }
+
+    /* no process charges it load: none of a configuration naming it runs */
+
+    ngx_memzero(&peer->load, sizeof(ngx_http_prefix_route_cell_t));
+    ngx_memzero(peer->cells, (idx->sh->nworkers + 1)
+                             * sizeof(ngx_http_prefix_route_cell_t));
+
+    peer->requests = 0;
+    peer->hits = 0;
+    ngx_memzero(&peer->fb, sizeof(ngx_http_prefix_route_feedback_t));
+    ngx_memzero(&peer->probe, sizeof(ngx_http_prefix_route_probe_t));
+    ngx_memzero(peer->gauges, sizeof(peer->gauges));
+
+    peer->named = idx->gen;
+    peer->len = name->len;
+    ngx_memcpy(peer->name, name->data, name->len);
 }
 
 
@@ -678,7 +865,7 @@ ngx_http_prefix_route_index_wipe(ngx_http_prefix_route_index_t *idx,
 ngx_uint_t
 ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
 {
-    ngx_uint_t                     i, n, left, steps;
+    ngx_uint_t                     i, n, why, left, steps;
     ngx_http_prefix_route_sh_t    *sh;
     ngx_http_prefix_route_peer_t  *peer;
 
@@ -726,9 +913,15 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
             continue;
         }
 
+        why = peer->wiped;
         peer->wiped = 0;
 
         if (peer->blocks == 0) {
+
+            if (why == 2) {
+                continue;    /* a reused record: its server is new */
+            }
+
             ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                           "prefix_route: the blocks of server %*s, whose "
                           "engine restarted, are all dropped",

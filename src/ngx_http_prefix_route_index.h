@@ -157,10 +157,12 @@ typedef struct {
 
     ngx_uint_t                       requests;  /* routed here */
     ngx_uint_t                       hits;      /* of which with a match */
-    ngx_uint_t                       wiped;     /* its engine restarted:
-                                                   its blocks are not
-                                                   trusted and go, in
-                                                   slices */
+    ngx_uint_t                       wiped;     /* its engine restarted
+                                                   (1), or the record was
+                                                   reused for another
+                                                   server (2): its blocks
+                                                   are not trusted and
+                                                   go, in slices */
     ngx_uint_t                       stale;     /* its engine evicted:
                                                    the blocks recorded
                                                    before stale_before go,
@@ -177,6 +179,10 @@ typedef struct {
 
     ngx_http_prefix_route_gauge_t    gauges[NGX_HTTP_PREFIX_ROUTE_SAMPLES];
 
+    uint64_t                         named;     /* the newest
+                                                   configuration naming it,
+                                                   sh->gen's number */
+    size_t                           room;      /* bytes for the name */
     size_t                           len;
     u_char                           name[1];   /* e.g. addr:port */
 } ngx_http_prefix_route_peer_t;
@@ -193,6 +199,21 @@ typedef struct {
                                                    same pid apart */
     ngx_pid_t                        pid;       /* 0: a free slot */
 } ngx_http_prefix_route_worker_t;
+
+
+/*
+ * Processes the zone keeps the configuration of, at most: those of the
+ * configurations still running after reloads (a record none names is
+ * reused)
+ */
+#define NGX_HTTP_PREFIX_ROUTE_PROCS        128
+
+
+/* a process whose configuration uses the zone */
+typedef struct {
+    ngx_pid_t                        pid;       /* 0: a free entry */
+    uint64_t                         gen;       /* its configuration */
+} ngx_http_prefix_route_proc_t;
 
 
 /* models whose bytes per token the zone learns, at most */
@@ -312,6 +333,16 @@ typedef struct {
     ngx_http_prefix_route_worker_t  *workers;
 
     /*
+     * the configurations that took the zone, counted (a peer's "named"),
+     * and the processes of those still running, by the master's reloads
+     */
+    uint64_t                         gen;
+    uint64_t                         floor;     /* the oldest configuration
+                                                   of a process that found
+                                                   no entry; 0: none */
+    ngx_http_prefix_route_proc_t     procs[NGX_HTTP_PREFIX_ROUTE_PROCS];
+
+    /*
      * the upstream's request counters, kept beside the index so that they
      * are shared by all workers and survive a reload with it; updated
      * without the mutex
@@ -361,6 +392,8 @@ typedef struct {
     ngx_int_t                        mend_steps; /* a slice of a mend
                                                    takes at most, about;
                                                    0: the default */
+    uint64_t                         gen;       /* this configuration's
+                                                   number in the zone */
 } ngx_http_prefix_route_index_t;
 
 
@@ -396,12 +429,39 @@ ngx_int_t ngx_http_prefix_route_index_lock_master(
     ngx_http_prefix_route_index_t *idx, ngx_log_t *log);
 
 /*
- * Finds the shared record of the peer named "name", creating it.  The
- * caller holds the zone mutex.  Returns NULL when the zone has no memory
- * left.
+ * The oldest configuration a process may still run, by its number in the
+ * zone: the master's own ("running", 0: none) and those of the worker
+ * processes that entered (ngx_http_prefix_route_index_enter()) and that
+ * the master has not reaped.  Runs in the master on a reload, before it
+ * takes the zone mutex: a process that enters meanwhile runs the running
+ * configuration.  Returns 0, so that no record is reused, outside a
+ * master process.
+ */
+uint64_t ngx_http_prefix_route_index_oldest(
+    ngx_http_prefix_route_index_t *idx, uint64_t running);
+
+/*
+ * A worker process of the configuration idx->gen starts, or exits: the
+ * records that configuration names are not reused while it runs.  An
+ * entry of a process that no longer exists (kill(2)) is taken over; with
+ * all NGX_HTTP_PREFIX_ROUTE_PROCS taken, sh->floor keeps the records of
+ * this configuration and newer from reuse for the zone's life.
+ */
+void ngx_http_prefix_route_index_enter(ngx_http_prefix_route_index_t *idx);
+void ngx_http_prefix_route_index_leave(ngx_http_prefix_route_index_t *idx);
+
+/*
+ * Finds the shared record of the peer named "name", marks it named by the
+ * configuration idx->gen, or creates it.  Before it takes a new slot or
+ * memory it reuses a record that only configurations older than "oldest"
+ * (ngx_http_prefix_route_index_oldest()) named: its counters start at 0,
+ * its blocks go in slices as a restarted engine's do, and *reused is
+ * incremented.  The caller holds the zone mutex.  Returns NULL when the
+ * zone has no record to reuse and no slot (4,095) or memory left.
  */
 ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
-    ngx_http_prefix_route_index_t *idx, ngx_str_t *name);
+    ngx_http_prefix_route_index_t *idx, ngx_str_t *name, uint64_t oldest,
+    ngx_uint_t *reused);
 
 /*
  * A worker process of a configuration whose capacity is "capacity"

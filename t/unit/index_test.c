@@ -65,6 +65,9 @@ static ngx_uint_t test_killed_mended(void);
 static ngx_uint_t test_mended_trim(ngx_http_prefix_route_peer_t *peer);
 static void test_killed_pinned(void);
 static void test_sliced(void);
+static void test_reuse(void);
+static ngx_http_prefix_route_peer_t *test_named(char *name, uint64_t gen,
+    uint64_t oldest);
 static ngx_uint_t test_sliced_mend(ngx_int_t steps);
 
 
@@ -98,6 +101,7 @@ main(void)
     test_killed();
     test_killed_pinned();
     test_sliced();
+    test_reuse();
 
     return test_done();
 }
@@ -913,7 +917,7 @@ test_dropping(void)
     name_s.len = 5;
     (void) ngx_http_prefix_route_index_wipe(&idx,
                               ngx_http_prefix_route_index_peer(&idx,
-                                                               &name_s));
+                                                  &name_s, 0, &test_reused));
     evictions = idx.sh->evictions;
 
     while (idx.sh->evictions == evictions) {
@@ -2094,7 +2098,8 @@ test_sliced(void)
     test_ok(!ngx_http_prefix_route_index_ready(&idx),
             "sliced: a mend under way");
 
-    peers[2] = ngx_http_prefix_route_index_peer(&idx, &test_added);
+    peers[2] = ngx_http_prefix_route_index_peer(&idx, &test_added, 0,
+                                                &test_reused);
 
     idx.mend_steps = NGX_MAX_INT_T_VALUE;
 
@@ -2264,7 +2269,7 @@ test_sliced(void)
      */
 
     test_killed_fill();
-    test_chain(hash, 28, 12);
+    test_chain(hash, 30, 12);
     (void) ngx_http_prefix_route_index_stamp(&idx, hash[0], &stamp);
     ngx_memcpy(before, zone, size);
 
@@ -2283,7 +2288,7 @@ test_sliced(void)
             && ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &stamp)
                == 1
             && peers[0]->stale && idx.sh->dropping
-            && test_match(26, 12, 0) == 12,
+            && test_match(28, 12, 0) == 12,
             "stale: a trim of more than a slice drops one slice, the rest "
             "are still found");
 
@@ -2314,7 +2319,7 @@ test_sliced(void)
 
     for (k = 1; /* void */ ; k++) {
         test_killed_fill();
-        test_chain(hash, 28, 12);
+        test_chain(hash, 30, 12);
         (void) ngx_http_prefix_route_index_stamp(&idx, hash[0],
                                                  &test_stamp);
 
@@ -2390,4 +2395,154 @@ test_sliced_mend(ngx_int_t steps)
     idx.mend_steps = NGX_MAX_INT_T_VALUE;
 
     return n;
+}
+
+
+/*
+ * Records across reloads: one that only configurations older than every
+ * running one named is given to a new server, its blocks dropped; one a
+ * running configuration names, or a server that comes back, keeps its own.
+ */
+
+static void
+test_reuse(void)
+{
+    ngx_pid_t                      pid;
+    ngx_uint_t                     k, slots;
+    ngx_http_prefix_route_peer_t  *a, *b, *c, *d, *e;
+
+    test_zone(1 << 20, 0);
+
+    /* configuration 1 names a and b; 2 names b and c, while 1 runs */
+
+    a = test_named("10.0.0.1:8000", 1, 0);
+    b = test_named("10.0.0.2:8000", 1, 0);
+    peers[0] = a;
+    pos[a->slot] = 0;
+    npeers = 1;
+    (void) test_record(1, 20, 0, 0);
+    a->requests = 7;
+    a->cells[0].inflight = 1;
+
+    test_reused = 0;
+    e = test_named("10.0.0.2:8000", 2, 1);
+    c = test_named("10.0.0.3:8000", 2, 1);
+
+    test_ok(e == b && c != a && c != b && test_reused == 0
+            && idx.sh->npeers == 3,
+            "a reload while the configuration before runs: no record "
+            "reused");
+
+    /* configuration 3, once 1 has exited: d takes a's record */
+
+    slots = idx.sh->npeers;
+    d = test_named("[2001:db8::4]:8000", 3, 2);
+
+    test_ok(d == a && test_reused == 1 && idx.sh->npeers == slots
+            && d->len == sizeof("[2001:db8::4]:8000") - 1
+            && ngx_memcmp(d->name, "[2001:db8::4]:8000", d->len) == 0
+            && d->requests == 0 && d->cells[0].inflight == 0
+            && d->wiped == 2 && d->named == 3,
+            "a record only an exited configuration named is reused: new "
+            "name, counters at 0, its blocks to go");
+
+    test_ok(test_match(1, 20, 0) == 0 && test_record(2, 4, 0, 0) == 0,
+            "the reused record's old blocks are not found, and nothing is "
+            "recorded for it, until they are gone");
+
+    while (!ngx_http_prefix_route_index_clear(&idx)) {
+        /* void */
+    }
+
+    test_ok(d->blocks == 0 && d->wiped == 0 && test_record(2, 4, 0, 0) == 4
+            && test_match(2, 4, 0) == 4 && test_match(1, 20, 0) == 0
+            && test_check() == 0,
+            "then the new server's blocks are its own");
+
+    /* b is named by 2, c by 2: running, neither is reused */
+
+    e = test_named("10.0.0.5:8000", 3, 2);
+
+    test_ok(e != b && e != c && test_reused == 1,
+            "records of the running configuration are kept");
+
+    /* b comes back by name in 4, after 2 exited: its own record */
+
+    test_ok(test_named("10.0.0.2:8000", 4, 3) == b && b->named == 4
+            && test_reused == 1,
+            "a server that comes back finds its own record");
+
+    /* the oldest running configuration */
+
+    ngx_process = NGX_PROCESS_MASTER;
+    pid = ngx_pid;
+    idx.gen = 5;
+
+    ngx_http_prefix_route_index_enter(&idx);
+
+    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+        if (idx.sh->procs[k].pid == pid) {
+            break;
+        }
+    }
+
+    test_ok(k < NGX_HTTP_PREFIX_ROUTE_PROCS && idx.sh->procs[k].gen == 5,
+            "a worker enters with its configuration");
+
+    ngx_processes[0].pid = pid;
+    ngx_last_process = 1;
+    idx.sh->procs[k].gen = 4;
+
+    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 4,
+            "a child of the master keeps its configuration running");
+
+    ngx_processes[0].pid = -1;
+
+    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 6,
+            "a process the master reaped does not, even if its pid is "
+            "taken again");
+
+    ngx_processes[0].pid = pid;
+    ngx_http_prefix_route_index_leave(&idx);
+
+    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 6
+            && idx.sh->procs[k].pid == 0,
+            "a worker that exits leaves");
+
+    /* init, alive to kill(2) */
+
+    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+        idx.sh->procs[k].pid = 1;
+        idx.sh->procs[k].gen = 6;
+    }
+
+    idx.gen = 5;
+    ngx_http_prefix_route_index_enter(&idx);
+
+    test_ok(idx.sh->floor == 5
+            && ngx_http_prefix_route_index_oldest(&idx, 6) == 5,
+            "with no entry free, the configuration of the worker left out "
+            "stays running for the zone's life");
+
+    ngx_process = NGX_PROCESS_SINGLE;
+
+    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 0,
+            "no record is reused outside a master");
+
+    ngx_last_process = 0;
+}
+
+
+/* the record of "name" for configuration "gen", oldest running "oldest" */
+
+static ngx_http_prefix_route_peer_t *
+test_named(char *name, uint64_t gen, uint64_t oldest)
+{
+    ngx_str_t  s;
+
+    s.data = (u_char *) name;
+    s.len = ngx_strlen(name);
+    idx.gen = gen;
+
+    return ngx_http_prefix_route_index_peer(&idx, &s, oldest, &test_reused);
 }

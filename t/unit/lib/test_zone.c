@@ -17,6 +17,9 @@ ngx_int_t                       ngx_ncpu = 1;
 volatile ngx_cycle_t           *ngx_cycle;
 volatile ngx_time_t            *ngx_cached_time;
 ngx_int_t                       ngx_debug_points;
+ngx_uint_t                      ngx_process;
+ngx_int_t                       ngx_last_process;
+ngx_process_t                   ngx_processes[NGX_MAX_PROCESSES];
 
 ngx_log_t                       test_log;
 ngx_pool_t                     *test_pool;
@@ -26,6 +29,7 @@ ngx_http_prefix_route_peer_t   *peers[64];
 ngx_uint_t                      pos[64];
 ngx_uint_t                      npeers;
 ngx_uint_t                      test_kill;
+ngx_uint_t                      test_reused;
 
 static ngx_cycle_t              test_cycle;
 static ngx_time_t               test_time;
@@ -143,7 +147,8 @@ test_zone(size_t size, ngx_uint_t npeers_)
     for (i = 0; i < npeers; i++) {
         s.data = name;
         s.len = ngx_sprintf(name, "peer%ui", i) - name;
-        peers[i] = ngx_http_prefix_route_index_peer(&idx, &s);
+        peers[i] = ngx_http_prefix_route_index_peer(&idx, &s, 0,
+                                                    &test_reused);
         pos[peers[i]->slot] = i;
     }
 }

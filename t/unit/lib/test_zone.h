@@ -35,6 +35,7 @@ extern ngx_http_prefix_route_index_t   idx;
 extern ngx_http_prefix_route_peer_t   *peers[64];
 extern ngx_uint_t                      pos[64];    /* by slot */
 extern ngx_uint_t                      npeers;
+extern ngx_uint_t                      test_reused; /* records reused */
 extern ngx_uint_t                      test_kill;  /* the kill point this
                                                       process dies at,
                                                       counting down; 0:
