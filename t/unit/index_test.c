@@ -1565,14 +1565,19 @@ test_link(uint32_t off)
 }
 
 
-/* a full zone: 2 peers, prompts held once (on probation) and twice */
+/*
+ * a full zone: 2 peers, prompts held once (on probation) and twice;
+ * test_sliced() copies and rewinds all of it
+ */
+
+#define TEST_KILLED_ZONE  (64 * 1024)
 
 static void
 test_killed_fill(void)
 {
     ngx_uint_t  t;
 
-    test_zone(64 * 1024, 2);
+    test_zone(TEST_KILLED_ZONE, 2);
 
     for (t = 1; t <= 40; t++) {
         (void) test_record(t, 12, t % 2, 0);
@@ -1958,7 +1963,7 @@ test_sliced(void)
     ngx_pid_t                      pid;
     ngx_http_prefix_route_mend_t   mend;
 
-    size = 64 * 1024;
+    size = TEST_KILLED_ZONE;
     before = malloc(size);
     whole = malloc(size);
 
