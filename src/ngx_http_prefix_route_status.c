@@ -42,6 +42,7 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_U_INDEX_BYTES,
     NGX_HTTP_PREFIX_ROUTE_U_CAPPED,
     NGX_HTTP_PREFIX_ROUTE_U_MENDING,
+    NGX_HTTP_PREFIX_ROUTE_U_RECORDS,
     NGX_HTTP_PREFIX_ROUTE_U_PROMPT,
     NGX_HTTP_PREFIX_ROUTE_U_MATCHED,
     NGX_HTTP_PREFIX_ROUTE_U_LONGEST,
@@ -174,6 +175,10 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
     { "mending", "index_mending", "gauge",
       "1 while the index is mended after a worker died changing it: "
       "requests are routed without it, by load; else 0." },
+    { "records", "server_records", "gauge",
+      "Server records in the zone, at most 4095: the running "
+      "configurations' servers, and servers gone, whose records a reload "
+      "reuses once no process runs a configuration naming them." },
     { "prompt_bytes", "prompt_bytes_total", "counter",
       "Bytes of canonical prompt considered." },
     { "matched_bytes", "matched_bytes_total", "counter",
@@ -517,6 +522,7 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_FORGOTTEN] = sh->forgotten;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_CAPPED] = sh->capped;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_MENDING] = (sh->changing != 0);
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_RECORDS] = sh->npeers;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_PREDICTED_TOKENS] =
                                                         sh->predicted_tokens;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_REPORTED_TOKENS] = sh->reported_tokens;
