@@ -406,6 +406,12 @@ ngx_http_prefix_route_init_process(ngx_cycle_t *cycle)
     ngx_http_upstream_main_conf_t     *umcf;
     ngx_http_prefix_route_srv_conf_t  *prcf;
 
+    if (ngx_process == NGX_PROCESS_HELPER) {
+        /* a cache process runs its configuration too: the master sees it */
+        ngx_http_prefix_route_each(cycle, ngx_http_prefix_route_index_enter);
+        return NGX_OK;
+    }
+
     if (ngx_process != NGX_PROCESS_WORKER
         && ngx_process != NGX_PROCESS_SINGLE)
     {
@@ -815,7 +821,7 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     size_t                             len;
     ngx_int_t                          rc;
     ngx_str_t                         *names, *first;
-    uint64_t                           oldest;
+    uint32_t                           oldest;
     ngx_uint_t                         b, i, nworkers, roomless, reused;
     ngx_core_conf_t                   *ccf;
     ngx_slab_pool_t                   *shpool;
@@ -927,15 +933,6 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     reused = 0;
     first = NULL;
 
-    /*
-     * this configuration's number, and the oldest still running: the
-     * records only older ones named are given to new servers
-     */
-
-    prcf->index.gen = ++sh->gen;
-    oldest = ngx_http_prefix_route_index_oldest(&prcf->index,
-                                                oprcf ? oprcf->index.gen : 0);
-
     if (ngx_http_prefix_route_index_lock_master(&prcf->index,
                                                 shm_zone->shm.log)
         != NGX_OK)
@@ -945,6 +942,15 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                       &shm_zone->shm.name);
         return NGX_ERROR;
     }
+
+    /*
+     * this configuration's number, and the oldest still running: the
+     * records only older ones named are given to new servers
+     */
+
+    prcf->index.gen = ++sh->gen;
+    oldest = ngx_http_prefix_route_index_oldest(&prcf->index,
+                                                oprcf ? oprcf->index.gen : 0);
 
     for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
     {

@@ -95,8 +95,8 @@ ngx_http_prefix_route_history_sample(ngx_http_prefix_route_index_t *idx)
     s->prompt = sh->prompt_bytes;
     s->matched = sh->matched_bytes;
     s->predicted = sh->predicted_bytes;
-    s->reported = 0;
-    s->cached = 0;
+    s->reported = sh->gone_prompt;
+    s->cached = sh->gone_cached;
 
     for (q = ngx_queue_head(&sh->peers);
          q != ngx_queue_sentinel(&sh->peers);

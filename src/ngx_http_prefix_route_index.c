@@ -430,13 +430,14 @@ ngx_http_prefix_route_index_lock_master(ngx_http_prefix_route_index_t *idx,
 }
 
 
-uint64_t
+uint32_t
 ngx_http_prefix_route_index_oldest(ngx_http_prefix_route_index_t *idx,
-    uint64_t running)
+    uint32_t running)
 {
-    uint64_t                       oldest;
+    uint32_t                       oldest;
     ngx_int_t                      i;
     ngx_uint_t                     k;
+    ngx_process_t                 *c;
     ngx_http_prefix_route_proc_t  *p;
 
     if (ngx_process != NGX_PROCESS_MASTER || running == 0) {
@@ -451,21 +452,32 @@ ngx_http_prefix_route_index_oldest(ngx_http_prefix_route_index_t *idx,
 
     /*
      * the master's table of its children, not kill(2): a pid taken again
-     * by another process does not keep an entry alive
+     * by another process does not keep an entry alive; a new binary's
+     * master (detached) has zones of its own
      */
 
-    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
-        p = &idx->sh->procs[k];
+    for (i = 0; i < ngx_last_process; i++) {
+        c = &ngx_processes[i];
 
-        if (p->pid == 0 || p->gen >= oldest) {
+        if (c->pid == -1 || c->exited || c->detached) {
             continue;
         }
 
-        for (i = 0; i < ngx_last_process; i++) {
-            if (ngx_processes[i].pid == p->pid) {
-                oldest = p->gen;
+        p = NULL;
+
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+            if (idx->sh->procs[k].pid == c->pid) {
+                p = &idx->sh->procs[k];
                 break;
             }
+        }
+
+        if (p == NULL) {
+            return 0;
+        }
+
+        if (p->gen < oldest) {
+            oldest = p->gen;
         }
     }
 
@@ -479,44 +491,72 @@ ngx_http_prefix_route_index_enter(ngx_http_prefix_route_index_t *idx)
     ngx_pid_t                      pid;
     ngx_uint_t                     k, free;
     ngx_http_prefix_route_sh_t    *sh;
-    ngx_http_prefix_route_proc_t  *p;
 
     sh = idx->sh;
 
-    /* an entry to take, its pid read without the mutex and checked under */
+    ngx_shmtx_lock(&idx->shpool->mutex);
 
     free = NGX_HTTP_PREFIX_ROUTE_PROCS;
-    pid = 0;
 
     for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
         pid = sh->procs[k].pid;
 
-        if (pid == 0 || pid == ngx_pid) {
+        if (pid == ngx_pid) {
             free = k;
             break;
         }
 
-        if (free == NGX_HTTP_PREFIX_ROUTE_PROCS
-            && kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH)
-        {
+        if (pid == 0 && free == NGX_HTTP_PREFIX_ROUTE_PROCS) {
             free = k;
         }
     }
 
     if (free < NGX_HTTP_PREFIX_ROUTE_PROCS) {
-        pid = sh->procs[free].pid;
+        goto enter;
+    }
+
+    ngx_shmtx_unlock(&idx->shpool->mutex);
+
+    /* all taken: one of a process gone, looked for without the mutex */
+
+    pid = 0;
+
+    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+        pid = sh->procs[k].pid;
+
+        if (pid != 0 && kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH) {
+            free = k;
+            break;
+        }
     }
 
     ngx_shmtx_lock(&idx->shpool->mutex);
 
-    if (free < NGX_HTTP_PREFIX_ROUTE_PROCS && sh->procs[free].pid == pid) {
-        p = &sh->procs[free];
-        p->gen = idx->gen;
-        p->pid = ngx_pid;
+    /* and checked again under it: another worker may have taken it */
 
-    } else if (sh->floor == 0 || idx->gen < sh->floor) {
+    if (free < NGX_HTTP_PREFIX_ROUTE_PROCS
+        && sh->procs[free].pid == pid
+        && kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH)
+    {
+        goto enter;
+    }
+
+    if (sh->floor == 0 || idx->gen < sh->floor) {
         sh->floor = idx->gen;
     }
+
+    ngx_shmtx_unlock(&idx->shpool->mutex);
+
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                  "prefix_route: all %ui process entries of the zone are "
+                  "taken, its server records are no longer reused for "
+                  "new servers", (ngx_uint_t) NGX_HTTP_PREFIX_ROUTE_PROCS);
+    return;
+
+enter:
+
+    sh->procs[free].gen = idx->gen;
+    sh->procs[free].pid = ngx_pid;
 
     ngx_shmtx_unlock(&idx->shpool->mutex);
 }
@@ -541,7 +581,7 @@ ngx_http_prefix_route_index_leave(ngx_http_prefix_route_index_t *idx)
 
 ngx_http_prefix_route_peer_t *
 ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
-    ngx_str_t *name, uint64_t oldest, ngx_uint_t *reused)
+    ngx_str_t *name, uint32_t oldest, ngx_uint_t *reused)
 {
     size_t                          size, cells, alloc;
     ngx_queue_t                    *q;
@@ -712,6 +752,11 @@ ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
 
     peer->requests = 0;
     peer->hits = 0;
+
+    /* the charts' sums of the engines' usage go on from where they were */
+
+    idx->sh->gone_prompt += peer->fb.prompt;
+    idx->sh->gone_cached += peer->fb.cached;
     ngx_memzero(&peer->fb, sizeof(ngx_http_prefix_route_feedback_t));
     ngx_memzero(&peer->probe, sizeof(ngx_http_prefix_route_probe_t));
     ngx_memzero(peer->gauges, sizeof(peer->gauges));

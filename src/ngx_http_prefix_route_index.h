@@ -179,7 +179,7 @@ typedef struct {
 
     ngx_http_prefix_route_gauge_t    gauges[NGX_HTTP_PREFIX_ROUTE_SAMPLES];
 
-    uint64_t                         named;     /* the newest
+    uint32_t                         named;     /* the newest
                                                    configuration naming it,
                                                    sh->gen's number */
     size_t                           room;      /* bytes for the name */
@@ -202,17 +202,17 @@ typedef struct {
 
 
 /*
- * Processes the zone keeps the configuration of, at most: those of the
- * configurations still running after reloads (a record none names is
- * reused)
+ * Processes the zone keeps the configuration of, at most: the workers
+ * and cache processes of the configurations still running after reloads
+ * (a record none names is reused), 127 workers each for two of them
  */
-#define NGX_HTTP_PREFIX_ROUTE_PROCS        128
+#define NGX_HTTP_PREFIX_ROUTE_PROCS        256
 
 
 /* a process whose configuration uses the zone */
 typedef struct {
     ngx_pid_t                        pid;       /* 0: a free entry */
-    uint64_t                         gen;       /* its configuration */
+    uint32_t                         gen;       /* its configuration */
 } ngx_http_prefix_route_proc_t;
 
 
@@ -336,11 +336,15 @@ typedef struct {
      * the configurations that took the zone, counted (a peer's "named"),
      * and the processes of those still running, by the master's reloads
      */
-    uint64_t                         gen;
-    uint64_t                         floor;     /* the oldest configuration
+    uint32_t                         gen;
+    uint32_t                         floor;     /* the oldest configuration
                                                    of a process that found
                                                    no entry; 0: none */
     ngx_http_prefix_route_proc_t     procs[NGX_HTTP_PREFIX_ROUTE_PROCS];
+
+    /* the engines' usage counted by records since reused, for the charts */
+    uint64_t                         gone_prompt;   /* tokens */
+    uint64_t                         gone_cached;
 
     /*
      * the upstream's request counters, kept beside the index so that they
@@ -392,7 +396,7 @@ typedef struct {
     ngx_int_t                        mend_steps; /* a slice of a mend
                                                    takes at most, about;
                                                    0: the default */
-    uint64_t                         gen;       /* this configuration's
+    uint32_t                         gen;       /* this configuration's
                                                    number in the zone */
 } ngx_http_prefix_route_index_t;
 
@@ -430,22 +434,24 @@ ngx_int_t ngx_http_prefix_route_index_lock_master(
 
 /*
  * The oldest configuration a process may still run, by its number in the
- * zone: the master's own ("running", 0: none) and those of the worker
- * processes that entered (ngx_http_prefix_route_index_enter()) and that
- * the master has not reaped.  Runs in the master on a reload, before it
- * takes the zone mutex: a process that enters meanwhile runs the running
- * configuration.  Returns 0, so that no record is reused, outside a
- * master process.
+ * zone: the master's own ("running", 0: none) and those of the children
+ * the master has not reaped, as they entered them
+ * (ngx_http_prefix_route_index_enter()).  Runs in the master on a reload;
+ * the caller holds the zone mutex, under which children enter.  Returns
+ * 0, so that no record is reused: outside a master process, and while a
+ * child has not entered yet (a worker forked by an earlier reload may
+ * still be starting).
  */
-uint64_t ngx_http_prefix_route_index_oldest(
-    ngx_http_prefix_route_index_t *idx, uint64_t running);
+uint32_t ngx_http_prefix_route_index_oldest(
+    ngx_http_prefix_route_index_t *idx, uint32_t running);
 
 /*
- * A worker process of the configuration idx->gen starts, or exits: the
- * records that configuration names are not reused while it runs.  An
- * entry of a process that no longer exists (kill(2)) is taken over; with
- * all NGX_HTTP_PREFIX_ROUTE_PROCS taken, sh->floor keeps the records of
- * this configuration and newer from reuse for the zone's life.
+ * A worker or cache process of the configuration idx->gen starts, or a
+ * worker exits: the records that configuration names are not reused
+ * while it runs.  The entry of a process that no longer exists (kill(2))
+ * is taken over; with all NGX_HTTP_PREFIX_ROUTE_PROCS of running ones
+ * taken, sh->floor keeps the records of this configuration and newer
+ * from reuse for the zone's life.
  */
 void ngx_http_prefix_route_index_enter(ngx_http_prefix_route_index_t *idx);
 void ngx_http_prefix_route_index_leave(ngx_http_prefix_route_index_t *idx);
@@ -460,7 +466,7 @@ void ngx_http_prefix_route_index_leave(ngx_http_prefix_route_index_t *idx);
  * zone has no record to reuse and no slot (4,095) or memory left.
  */
 ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
-    ngx_http_prefix_route_index_t *idx, ngx_str_t *name, uint64_t oldest,
+    ngx_http_prefix_route_index_t *idx, ngx_str_t *name, uint32_t oldest,
     ngx_uint_t *reused);
 
 /*

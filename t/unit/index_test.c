@@ -66,8 +66,8 @@ static ngx_uint_t test_mended_trim(ngx_http_prefix_route_peer_t *peer);
 static void test_killed_pinned(void);
 static void test_sliced(void);
 static void test_reuse(void);
-static ngx_http_prefix_route_peer_t *test_named(char *name, uint64_t gen,
-    uint64_t oldest);
+static ngx_http_prefix_route_peer_t *test_named(char *name, uint32_t gen,
+    uint32_t oldest);
 static ngx_uint_t test_sliced_mend(ngx_int_t steps);
 
 
@@ -2413,7 +2413,7 @@ static void
 test_reuse(void)
 {
     ngx_pid_t                      pid;
-    ngx_uint_t                     k, slots;
+    ngx_uint_t                     k, n, slots;
     ngx_http_prefix_route_peer_t  *a, *b, *c, *d, *e;
 
     test_zone(1 << 20, 0);
@@ -2428,6 +2428,8 @@ test_reuse(void)
     (void) test_record(1, 20, 0, 0);
     a->requests = 7;
     a->cells[0].inflight = 1;
+    a->fb.prompt = 100;
+    a->fb.cached = 90;
 
     test_reused = 0;
     e = test_named("10.0.0.2:8000", 2, 1);
@@ -2447,9 +2449,11 @@ test_reuse(void)
             && d->len == sizeof("[2001:db8::4]:8000") - 1
             && ngx_memcmp(d->name, "[2001:db8::4]:8000", d->len) == 0
             && d->requests == 0 && d->cells[0].inflight == 0
-            && d->wiped == 2 && d->named == 3,
+            && d->fb.prompt == 0 && idx.sh->gone_prompt == 100
+            && idx.sh->gone_cached == 90 && d->wiped == 2 && d->named == 3,
             "a record only an exited configuration named is reused: new "
-            "name, counters at 0, its blocks to go");
+            "name, counters at 0 (the zone's sums of usage kept), its "
+            "blocks to go");
 
     test_ok(test_match(1, 20, 0) == 0 && test_record(2, 4, 0, 0) == 0,
             "the reused record's old blocks are not found, and nothing is "
@@ -2494,27 +2498,65 @@ test_reuse(void)
     test_ok(k < NGX_HTTP_PREFIX_ROUTE_PROCS && idx.sh->procs[k].gen == 5,
             "a worker enters with its configuration");
 
+    ngx_memzero(ngx_processes, 2 * sizeof(ngx_process_t));
     ngx_processes[0].pid = pid;
-    ngx_last_process = 1;
+    ngx_processes[1].pid = -1;
+    ngx_last_process = 2;
     idx.sh->procs[k].gen = 4;
 
     test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 4,
             "a child of the master keeps its configuration running");
 
+    ngx_processes[1].pid = pid + 1;
+
+    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 0,
+            "a child that has not entered yet, perhaps of an older "
+            "configuration: no record is reused");
+
+    ngx_processes[1].detached = 1;
+
+    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 4,
+            "a new binary's master, with zones of its own, does not count");
+
+    ngx_processes[0].exited = 1;
+
+    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 6,
+            "nor a child that exited");
+
+    ngx_processes[0].exited = 0;
     ngx_processes[0].pid = -1;
 
     test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 6,
-            "a process the master reaped does not, even if its pid is "
-            "taken again");
+            "nor one reaped, even if its pid is taken again");
 
-    ngx_processes[0].pid = pid;
     ngx_http_prefix_route_index_leave(&idx);
 
-    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 6
-            && idx.sh->procs[k].pid == 0,
-            "a worker that exits leaves");
+    test_ok(idx.sh->procs[k].pid == 0, "a worker that exits leaves");
 
-    /* init, alive to kill(2) */
+    /* workers that start together each get an entry */
+
+    idx.gen = 7;
+
+    for (k = 0; k < 8; k++) {
+        if (fork() == 0) {
+            ngx_pid = getpid();
+            ngx_http_prefix_route_index_enter(&idx);
+            _exit(0);
+        }
+    }
+
+    while (wait(NULL) > 0) {
+        /* void */
+    }
+
+    for (k = 0, n = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+        n += (idx.sh->procs[k].pid != 0 && idx.sh->procs[k].gen == 7);
+    }
+
+    test_ok(n == 8 && idx.sh->floor == 0,
+            "8 workers that enter at once take 8 entries");
+
+    /* init, alive to kill(2), in every entry */
 
     for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
         idx.sh->procs[k].pid = 1;
@@ -2522,6 +2564,7 @@ test_reuse(void)
     }
 
     idx.gen = 5;
+    ngx_last_process = 0;
     ngx_http_prefix_route_index_enter(&idx);
 
     test_ok(idx.sh->floor == 5
@@ -2533,15 +2576,13 @@ test_reuse(void)
 
     test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 0,
             "no record is reused outside a master");
-
-    ngx_last_process = 0;
 }
 
 
 /* the record of "name" for configuration "gen", oldest running "oldest" */
 
 static ngx_http_prefix_route_peer_t *
-test_named(char *name, uint64_t gen, uint64_t oldest)
+test_named(char *name, uint32_t gen, uint32_t oldest)
 {
     ngx_str_t  s;
 
