@@ -453,8 +453,30 @@ ngx_http_prefix_route_index_oldest(ngx_http_prefix_route_index_t *idx,
     /*
      * the master's table of its children, not kill(2): a pid taken again
      * by another process does not keep an entry alive; a new binary's
-     * master (detached) has zones of its own
+     * master (detached) has zones of its own.  The entries of processes
+     * no longer its children are freed: cache processes exit without
+     * leaving, crashed workers too.
      */
+
+    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+        p = &idx->sh->procs[k];
+
+        if (p->pid == 0) {
+            continue;
+        }
+
+        for (i = 0; i < ngx_last_process; i++) {
+            c = &ngx_processes[i];
+
+            if (c->pid == p->pid && !c->exited && !c->detached) {
+                break;
+            }
+        }
+
+        if (i == ngx_last_process) {
+            p->pid = 0;
+        }
+    }
 
     for (i = 0; i < ngx_last_process; i++) {
         c = &ngx_processes[i];
@@ -511,33 +533,41 @@ ngx_http_prefix_route_index_enter(ngx_http_prefix_route_index_t *idx)
         }
     }
 
-    if (free < NGX_HTTP_PREFIX_ROUTE_PROCS) {
-        goto enter;
-    }
+    /*
+     * all taken: one of a process gone, looked for without the mutex and
+     * checked again under it; taken meanwhile by a worker that started
+     * too, its pid is alive now, and the next look finds another
+     */
 
-    ngx_shmtx_unlock(&idx->shpool->mutex);
+    while (free == NGX_HTTP_PREFIX_ROUTE_PROCS) {
 
-    /* all taken: one of a process gone, looked for without the mutex */
+        ngx_shmtx_unlock(&idx->shpool->mutex);
 
-    pid = 0;
+        pid = 0;
 
-    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
-        pid = sh->procs[k].pid;
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+            pid = sh->procs[k].pid;
 
-        if (pid != 0 && kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH) {
-            free = k;
+            if (pid != 0 && kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH) {
+                break;
+            }
+        }
+
+        ngx_shmtx_lock(&idx->shpool->mutex);
+
+        if (k == NGX_HTTP_PREFIX_ROUTE_PROCS) {
             break;
+        }
+
+        if (sh->procs[k].pid == 0
+            || (sh->procs[k].pid == pid
+                && kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH))
+        {
+            free = k;
         }
     }
 
-    ngx_shmtx_lock(&idx->shpool->mutex);
-
-    /* and checked again under it: another worker may have taken it */
-
-    if (free < NGX_HTTP_PREFIX_ROUTE_PROCS
-        && sh->procs[free].pid == pid
-        && kill(pid, 0) == -1 && ngx_errno == NGX_ESRCH)
-    {
+    if (free < NGX_HTTP_PREFIX_ROUTE_PROCS) {
         goto enter;
     }
 

@@ -2412,6 +2412,8 @@ test_sliced_mend(ngx_int_t steps)
 static void
 test_reuse(void)
 {
+    int                            go[2];
+    u_char                         byte;
     ngx_pid_t                      pid;
     ngx_uint_t                     k, n, slots;
     ngx_http_prefix_route_peer_t  *a, *b, *c, *d, *e;
@@ -2555,6 +2557,63 @@ test_reuse(void)
 
     test_ok(n == 8 && idx.sh->floor == 0,
             "8 workers that enter at once take 8 entries");
+
+    /* the table full: those 8 of processes gone, the rest of init's */
+
+    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+        if (idx.sh->procs[k].gen != 7) {
+            idx.sh->procs[k].pid = 1;
+        }
+    }
+
+    idx.gen = 8;
+
+    if (pipe(go) != 0) {
+        exit(1);
+    }
+
+    for (k = 0; k < 8; k++) {
+        if (fork() == 0) {
+            ngx_pid = getpid();
+
+            /* all at once: when the parent closes the pipe */
+            (void) close(go[1]);
+            (void) read(go[0], &byte, 1);
+
+            ngx_http_prefix_route_index_enter(&idx);
+
+            /* alive while the others enter: its entry is not free */
+            ngx_msleep(300);
+            _exit(0);
+        }
+    }
+
+    (void) close(go[0]);
+    (void) close(go[1]);
+
+    while (wait(NULL) > 0) {
+        /* void */
+    }
+
+    for (k = 0, n = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+        n += (idx.sh->procs[k].gen == 8);
+    }
+
+    test_ok(n == 8 && idx.sh->floor == 0,
+            "8 workers that enter at once a full table take the 8 entries "
+            "of processes gone");
+
+    ngx_processes[0].pid = ngx_pid;
+    ngx_processes[0].exited = 0;
+    ngx_last_process = 1;
+    (void) ngx_http_prefix_route_index_oldest(&idx, 9);
+
+    for (k = 0, n = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+        n += (idx.sh->procs[k].pid != 0);
+    }
+
+    test_ok(n == 0, "the master frees the entries of processes that are not "
+            "its children");
 
     /* init, alive to kill(2), in every entry */
 
