@@ -230,12 +230,12 @@ nginx_workers() {
     ps -o pid= --ppid "$(nginx_master)" | tr -d ' '
 }
 
-# waits (up to $1 s) until the master has no more than 2 workers: after a
-# reload the old ones finish their requests first
+# waits (up to $1 s) until the master has no more than $2 (2) workers:
+# after a reload the old ones finish their requests first
 wait_old_workers() {
     local i
     for i in $(seq $(( ${1:-10} * 10 ))); do
-        [ "$(nginx_workers | wc -l)" -le 2 ] && return 0
+        [ "$(nginx_workers | wc -l)" -le "${2:-2}" ] && return 0
         sleep 0.1
     done
     return 1
