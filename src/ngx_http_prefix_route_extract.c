@@ -51,6 +51,8 @@ typedef struct {
 static void ngx_http_prefix_route_tokens(ngx_http_prefix_route_extract_t *x,
     size_t ids);
 static u_char *ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size);
+static ssize_t ngx_http_prefix_route_read_file(ngx_buf_t *b, u_char *buf,
+    size_t size, off_t offset);
 static void *ngx_http_prefix_route_scratch(ngx_http_prefix_route_scratch_t *s,
     size_t size);
 static void ngx_http_prefix_route_scratch_free(
@@ -75,9 +77,11 @@ static void     *(*ngx_http_prefix_route_json_alloc)(size_t size) = malloc;
 static void      (*ngx_http_prefix_route_json_release)(void *p) = free;
 
 /*
- * A body in memory but in several buffers (nginx's header buffer holds its
- * first bytes) is gathered for the fast path into one buffer of the
- * process, grown to the largest such body up to this size and kept
+ * A body in several buffers (nginx's header buffer holds its first bytes)
+ * or in the client body temporary file, as every body larger than
+ * client_body_buffer_size is, is gathered for the fast path into one
+ * buffer of the process, grown to the largest such body up to this size
+ * and kept
  */
 #define NGX_HTTP_PREFIX_ROUTE_GATHER_MAX    (8 * 1024 * 1024)
 
@@ -191,8 +195,8 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     pr.ids = 0;
 
     /*
-     * the fast path, for the commonest body in one memory buffer; what it
-     * declines jansson parses
+     * the fast path, for the commonest bodies, in memory or in the
+     * temporary file; what it declines jansson parses
      */
 
     p = ngx_http_prefix_route_gather(in, x->size);
@@ -328,16 +332,18 @@ ngx_http_prefix_route_tokens(ngx_http_prefix_route_extract_t *x, size_t ids)
 
 /*
  * The body's bytes in one piece for the fast path: the buffer itself when
- * there is one, else its memory buffers copied into the gather buffer.
- * Returns NULL when a part is in a file, the body is larger than
- * NGX_HTTP_PREFIX_ROUTE_GATHER_MAX or memory is short: jansson then reads
- * it from the chain.
+ * there is one in memory, else its buffers copied into the gather buffer,
+ * those in the temporary file read from it.  Returns NULL when the body
+ * is larger than NGX_HTTP_PREFIX_ROUTE_GATHER_MAX, memory is short or the
+ * file cannot be read: jansson then reads it from the chain.
  */
 
 static u_char *
 ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size)
 {
     u_char       *p, *buf;
+    size_t        len;
+    ngx_buf_t    *b;
     ngx_uint_t    n;
     ngx_chain_t  *cl, *one;
 
@@ -352,7 +358,7 @@ ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size)
             continue;
         }
 
-        if (!ngx_buf_in_memory(cl->buf)) {
+        if (!ngx_buf_in_memory(cl->buf) && !cl->buf->in_file) {
             return NULL;
         }
 
@@ -360,7 +366,7 @@ ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size)
         n++;
     }
 
-    if (n == 1) {
+    if (n == 1 && ngx_buf_in_memory(one->buf)) {
         return one->buf->pos;
     }
 
@@ -377,12 +383,51 @@ ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size)
     p = buf;
 
     for (cl = in; cl; cl = cl->next) {
-        if (ngx_buf_size(cl->buf)) {
-            p = ngx_cpymem(p, cl->buf->pos, cl->buf->last - cl->buf->pos);
+        b = cl->buf;
+
+        if (ngx_buf_size(b) == 0) {
+            continue;
         }
+
+        if (ngx_buf_in_memory(b)) {
+            p = ngx_cpymem(p, b->pos, b->last - b->pos);
+            continue;
+        }
+
+        len = (size_t) (b->file_last - b->file_pos);
+
+        if (ngx_http_prefix_route_read_file(b, p, len, b->file_pos)
+            != (ssize_t) len)
+        {
+            return NULL;
+        }
+
+        p += len;
     }
 
     return buf;
+}
+
+
+/*
+ * Reads "size" bytes of a file buffer's file at "offset" into "buf",
+ * leaving the file's offset, which the proxy relies on, as it was.
+ * Returns the bytes read (fewer at the file's end), NGX_ERROR when the
+ * read fails (nginx logs it).
+ */
+
+static ssize_t
+ngx_http_prefix_route_read_file(ngx_buf_t *b, u_char *buf, size_t size,
+    off_t offset)
+{
+    off_t    saved;
+    ssize_t  n;
+
+    saved = b->file->offset;
+    n = ngx_read_file(b->file, buf, size, offset);
+    b->file->offset = saved;
+
+    return n;
 }
 
 
@@ -441,7 +486,6 @@ ngx_http_prefix_route_read(void *buffer, size_t buflen, void *data)
 {
     ngx_http_prefix_route_body_t  *body = data;
 
-    off_t       offset;
     size_t      size;
     ssize_t     n;
     ngx_buf_t  *b;
@@ -480,12 +524,9 @@ ngx_http_prefix_route_read(void *buffer, size_t buflen, void *data)
             size = (size_t) ngx_min(b->file_last - b->file_pos - body->offset,
                                     NGX_HTTP_PREFIX_ROUTE_READ_SIZE);
 
-            /* ngx_read_file() moves the file offset the proxy relies on */
-
-            offset = b->file->offset;
-            n = ngx_read_file(b->file, ngx_http_prefix_route_read_buf, size,
-                              b->file_pos + body->offset);
-            b->file->offset = offset;
+            n = ngx_http_prefix_route_read_file(b,
+                                            ngx_http_prefix_route_read_buf,
+                                            size, b->file_pos + body->offset);
 
             if (n <= 0) {
                 return (size_t) -1;

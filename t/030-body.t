@@ -164,7 +164,7 @@ a client request body is buffered to a temporary file
 
 
 
-=== TEST 5: a 150 KB body in the temporary file is read in pieces, cut at max_prefix, and sent unchanged
+=== TEST 5: a 150 KB body in the temporary file is read, cut at max_prefix, and sent unchanged
 --- config
 client_body_buffer_size 8k;
 --- request eval

@@ -7,11 +7,11 @@
 /*
  * Unit test of the stage from a request body to block hashes
  * (src/ngx_http_prefix_route_extract.c), TAP output: the same body read
- * from one buffer, from many, from the client body temporary file (more
- * than one 64 KiB read) and from both gives the same hashes; the file's
- * offset is left as it was; a body past the memory budget, one that is
- * not JSON, one without a prompt and no body at all are declined, each
- * with its reason.
+ * from one buffer, from many, from the client body temporary file (by
+ * the fast path, and by jansson in more than one 64 KiB read) and from
+ * both gives the same hashes; the file's offset is left as it was; a
+ * body past the memory budget, one that is not JSON, one without a prompt
+ * and no body at all are declined, each with its reason.
  */
 
 
@@ -55,6 +55,18 @@ static ngx_uint_t   test_cache_salt;
 static ngx_uint_t   test_own;       /* the stage's buffers, not out's */
 static ngx_uint_t   test_chunked;   /* an empty last buffer, as nginx's
                                        chunked body filter appends */
+static ngx_uint_t   test_jansson;   /* jansson's allocations so far */
+
+
+/* jansson's allocator, counting: a body the fast path reads takes none */
+
+static void *
+test_alloc(size_t size)
+{
+    test_jansson++;
+
+    return malloc(size);
+}
 
 
 int
@@ -66,7 +78,7 @@ main(void)
     test_out_t    *a, *b;
     ngx_uint_t     ok;
 
-    ngx_http_prefix_route_extract_init(malloc, free);
+    ngx_http_prefix_route_extract_init(test_alloc, free);
 
     f = tmpfile();
     a = malloc(sizeof(test_out_t));
@@ -131,10 +143,11 @@ main(void)
     test_extract(body, len, TEST_PIECES, 0, b);
     test_ok(test_same(a, b), "in 64 buffers in memory: the same hashes");
 
+    test_jansson = 0;
     test_extract(body, len, 1, 1, b);
-    test_ok(test_same(a, b) && !test_moved,
-            "in the temporary file, read 64 KiB at a time: the same hashes, "
-            "the file's offset left as it was");
+    test_ok(test_same(a, b) && !test_moved && test_jansson == 0,
+            "in the temporary file: the same hashes, read by the fast path "
+            "(no jansson allocation), the file's offset left as it was");
 
     test_extract(body, len, TEST_PIECES, 1, b);
     test_ok(test_same(a, b) && !test_moved,
@@ -157,6 +170,24 @@ main(void)
 
     test_own = 0;
     test_chunked = 0;
+
+    /*
+     * the same turns as a Responses body, which the fast path leaves to
+     * jansson: jansson reads the file 64 KiB at a time
+     */
+
+    p = (u_char *) ngx_strstr(body, "\"messages\":");
+    ngx_memcpy(p, "\"input\":   ", 11);
+
+    test_extract(body, len, 1, 0, a);
+
+    test_jansson = 0;
+    test_extract(body, len, 1, 1, b);
+    test_ok(a->rc == NGX_OK && a->x.nblocks == TEST_CAP / TEST_BLOCK
+            && test_same(a, b) && !test_moved && test_jansson > 0,
+            "a Responses body in the temporary file, read by jansson 64 KiB "
+            "at a time: the same hashes as in memory, the file's offset "
+            "left as it was");
 
     free(body);
 
