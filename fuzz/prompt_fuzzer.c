@@ -438,7 +438,7 @@ fuzz_scan(const uint8_t *data, size_t size, size_t cap, json_t *again)
         || pr.name_len != ref.name_len
         || ngx_memcmp(pr.name, ref.name, pr.name_len) != 0
         || pr.nanswers != ref.nanswers
-        || pr.nontext != ref.nontext
+        || (pr.nontext > 0) != (ref.nontext > 0)
         || pr.batch != ref.batch
         || pr.ids != ref.ids
         || pr.skip_cache != ref.skip_cache

@@ -11,6 +11,9 @@
 #include "ngx_http_prefix_route_hash.h"
 
 
+static XXH3_state_t  *ngx_http_prefix_route_hash_state;
+
+
 ngx_str_t  ngx_http_prefix_route_hash_keys[NGX_HTTP_PREFIX_ROUTE_KEYS] = {
     ngx_string("extra_key"),
     ngx_string("lora_path"),
@@ -72,4 +75,35 @@ uint64_t
 ngx_http_prefix_route_hash(u_char *p, size_t len, uint64_t seed)
 {
     return XXH3_64bits_withSeed(p, len, seed);
+}
+
+
+ngx_int_t
+ngx_http_prefix_route_hash_start(void)
+{
+    if (ngx_http_prefix_route_hash_state == NULL) {
+        ngx_http_prefix_route_hash_state = XXH3_createState();
+
+        if (ngx_http_prefix_route_hash_state == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    (void) XXH3_64bits_reset(ngx_http_prefix_route_hash_state);
+
+    return NGX_OK;
+}
+
+
+void
+ngx_http_prefix_route_hash_add(u_char *p, size_t len)
+{
+    (void) XXH3_64bits_update(ngx_http_prefix_route_hash_state, p, len);
+}
+
+
+uint64_t
+ngx_http_prefix_route_hash_end(void)
+{
+    return XXH3_64bits_digest(ngx_http_prefix_route_hash_state);
 }

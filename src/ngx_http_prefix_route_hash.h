@@ -65,4 +65,17 @@ ngx_uint_t ngx_http_prefix_route_hash_blocks(u_char *p, size_t len,
 uint64_t ngx_http_prefix_route_hash(u_char *p, size_t len, uint64_t seed);
 
 
+/*
+ * XXH3 64-bit of a text handed over in pieces, seed 0, the same whatever
+ * the pieces (the digest of a content part, written by jansson or by the
+ * fast path): start, add each piece in order, end.  One text at a time
+ * in a process, whose state is allocated at the first start and kept.
+ * start returns NGX_ERROR when memory is short; add and end then must
+ * not be called.
+ */
+ngx_int_t ngx_http_prefix_route_hash_start(void);
+void ngx_http_prefix_route_hash_add(u_char *p, size_t len);
+uint64_t ngx_http_prefix_route_hash_end(void);
+
+
 #endif /* _NGX_HTTP_PREFIX_ROUTE_HASH_H_INCLUDED_ */

@@ -616,15 +616,21 @@ ngx_http_prefix_route_prompt_part(ngx_http_prefix_route_walk_t *w,
     }
 
     w->pr->nontext++;
-    digest = 0;
 
-    if (json_dump_callback(part, ngx_http_prefix_route_prompt_digest,
-                           &digest, NGX_HTTP_PREFIX_ROUTE_JSON)
+    if (ngx_http_prefix_route_hash_start() != NGX_OK) {
+        w->stop = 1;
+        return;
+    }
+
+    if (json_dump_callback(part, ngx_http_prefix_route_prompt_digest, NULL,
+                           NGX_HTTP_PREFIX_ROUTE_JSON)
         != 0)
     {
         w->stop = 1;
         return;
     }
+
+    digest = ngx_http_prefix_route_hash_end();
 
     for (i = 16; i > 0; i--) {
         hex[i - 1] = hexdigits[digest & 0xf];
@@ -674,18 +680,16 @@ ngx_http_prefix_route_prompt_json(ngx_http_prefix_route_walk_t *w, json_t *v)
 
 
 /*
- * jansson's dump callback that hashes the canonical JSON of a value as a
- * chain over the pieces jansson hands over (the same pieces for the same
- * value), without keeping them.
+ * jansson's dump callback that hashes the canonical JSON of a value as
+ * one text over the pieces jansson hands over, without keeping them: the
+ * fast path hands the same text over in its own pieces.
  */
 
 static int
 ngx_http_prefix_route_prompt_digest(const char *buffer, size_t size,
     void *data)
 {
-    uint64_t  *digest = data;
-
-    *digest = ngx_http_prefix_route_hash((u_char *) buffer, size, *digest);
+    ngx_http_prefix_route_hash_add((u_char *) buffer, size);
 
     return 0;
 }

@@ -40,7 +40,8 @@ typedef struct {
     ngx_uint_t   nontext; /* parts written by identity (images, audio,
                              video, files, tool use) and token ids: the
                              engine's tokens for them do not follow
-                             their bytes */
+                             their bytes; the walk counts them, the fast
+                             path sets 1 */
     ngx_uint_t   batch;   /* several prompts, or sequences, in one
                              request: an engine's native answer counts
                              each apart */

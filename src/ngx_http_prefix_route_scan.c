@@ -112,6 +112,7 @@ typedef struct {
 #define NGX_HTTP_PREFIX_ROUTE_SCAN_TEXT   3
 
 #define NGX_HTTP_PREFIX_ROUTE_NO_TAPE     0xffffffff
+#define NGX_HTTP_PREFIX_ROUTE_NO_OTHER    ((size_t) -1)
 
 
 typedef struct {
@@ -122,6 +123,11 @@ typedef struct {
     ngx_uint_t                       keyed;    /* pr->key is set */
     ngx_uint_t                       measure;  /* count the bytes only */
     size_t                           measured;
+    ngx_uint_t                       digest;   /* hash the bytes only */
+    size_t                           other;    /* the end of the first FS
+                                                  of a part written by
+                                                  identity, with room
+                                                  after it; NO_OTHER: none */
     ngx_uint_t                       nnodes;   /* of the tape in use */
     ngx_uint_t                       tape;     /* scan_value() tapes */
     ngx_uint_t                       untaped;  /* a value it could not */
@@ -181,6 +187,8 @@ static ngx_int_t ngx_http_prefix_route_scan_put(
     ngx_http_prefix_route_scan_t *s, u_char tag,
     ngx_http_prefix_route_field_t *f, ngx_uint_t parts);
 static ngx_int_t ngx_http_prefix_route_scan_parts(
+    ngx_http_prefix_route_scan_t *s);
+static ngx_int_t ngx_http_prefix_route_scan_other(
     ngx_http_prefix_route_scan_t *s);
 static ngx_int_t ngx_http_prefix_route_scan_json_at(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
@@ -289,8 +297,8 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 
     pr->len = 0;
     pr->nanswers = 0;
-    pr->nontext = 0;    /* such parts are left to jansson */
-    pr->batch = 0;      /* and bodies that may be batches */
+    pr->nontext = 0;
+    pr->batch = 0;      /* bodies that may be batches are left to jansson */
     pr->ids = 0;        /* and token ids */
     pr->skip_cache = 0; /* and bodies that may turn the cache off */
     pr->key = 0;
@@ -303,6 +311,8 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     s.keyed = 0;
     s.measure = 0;
     s.measured = 0;
+    s.digest = 0;
+    s.other = NGX_HTTP_PREFIX_ROUTE_NO_OTHER;
     s.nnodes = 0;
     s.tape = 0;
     s.untaped = 0;
@@ -432,6 +442,8 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
         pr->key = pr->len;
     }
 
+    pr->nontext = (s.other != NGX_HTTP_PREFIX_ROUTE_NO_OTHER);
+
     /* as ngx_http_prefix_route_prompt_seed(): no model is "" */
 
     if (seeds[0].data == NULL) {
@@ -550,7 +562,7 @@ ngx_http_prefix_route_scan_prefix(ngx_http_prefix_route_scan_t *s,
     ngx_http_prefix_route_field_t *f)
 {
     u_char                          *buf;
-    size_t                           len, size, msgs, keep, key, *a;
+    size_t                           len, size, msgs, keep, key, other, *a;
     ngx_uint_t                       i, n;
     ngx_http_prefix_route_prompt_t  *pr;
 
@@ -559,6 +571,11 @@ ngx_http_prefix_route_scan_prefix(ngx_http_prefix_route_scan_t *s,
     size = pr->size;
     msgs = pr->len;
     key = pr->key;
+
+    /* the messages' first part by identity; the segments' found anew */
+
+    other = s->other;
+    s->other = NGX_HTTP_PREFIX_ROUTE_NO_OTHER;
 
     if (!s->stop) {
 
@@ -595,6 +612,7 @@ ngx_http_prefix_route_scan_prefix(ngx_http_prefix_route_scan_t *s,
 
     pr->len = 0;
     s->stop = (size == 0);
+    s->other = NGX_HTTP_PREFIX_ROUTE_NO_OTHER;
 
     (void) ngx_http_prefix_route_scan_segments(s, f);
 
@@ -605,6 +623,13 @@ moved:
 
     if (s->keyed) {
         pr->key = ngx_min(key + len, pr->len);
+    }
+
+    if (s->other == NGX_HTTP_PREFIX_ROUTE_NO_OTHER
+        && other != NGX_HTTP_PREFIX_ROUTE_NO_OTHER
+        && other + len < size)
+    {
+        s->other = other + len;
     }
 
     /* the answers of the messages that start before the cap */
@@ -1062,14 +1087,16 @@ ngx_http_prefix_route_scan_put(ngx_http_prefix_route_scan_t *s, u_char tag,
 
 
 /*
- * A content array of text parts ({"type": "text", "input_text" or
- * "output_text", "text": a string}), each GS and its text.  Any other
- * part is declined: the walk writes a digest of jansson's serialisation.
+ * A content array: a text part ({"type": "text", "input_text" or
+ * "output_text", "text": a string}) is GS and its text; any other part
+ * (an image, audio, a file, a tool use or result) is written by
+ * scan_other().
  */
 
 static ngx_int_t
 ngx_http_prefix_route_scan_parts(ngx_http_prefix_route_scan_t *s)
 {
+    u_char                        *part;
     ngx_int_t                      rc;
     ngx_http_prefix_route_span_t   key;
     ngx_http_prefix_route_field_t  type, text, *v;
@@ -1086,8 +1113,10 @@ ngx_http_prefix_route_scan_parts(ngx_http_prefix_route_scan_t *s)
     do {
         ngx_http_prefix_route_scan_ws(s);
 
+        part = s->p;
+
         if (*s->p++ != '{') {
-            return NGX_DECLINED;
+            goto other;
         }
 
         ngx_memzero(&type, sizeof(ngx_http_prefix_route_field_t));
@@ -1095,7 +1124,7 @@ ngx_http_prefix_route_scan_parts(ngx_http_prefix_route_scan_t *s)
 
         do {
             if (ngx_http_prefix_route_scan_key(s, &key) != NGX_OK) {
-                return NGX_DECLINED;
+                goto other;
             }
 
             v = ngx_http_prefix_route_scan_is(&key, "type") ? &type
@@ -1103,6 +1132,7 @@ ngx_http_prefix_route_scan_parts(ngx_http_prefix_route_scan_t *s)
 
             if (v != NULL) {
                 if (v->seen) {
+                    /* jansson keeps the last */
                     return NGX_DECLINED;
                 }
 
@@ -1130,15 +1160,109 @@ ngx_http_prefix_route_scan_parts(ngx_http_prefix_route_scan_t *s)
                  || ngx_http_prefix_route_scan_is(&type.str, "input_text")
                  || ngx_http_prefix_route_scan_is(&type.str, "output_text")))
         {
-            return NGX_DECLINED;
+            goto other;
         }
 
         ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_GS);
         ngx_http_prefix_route_scan_text(s, &text.str, 0);
 
+        goto done;
+
+    other:
+
+        s->p = part;
+
+        if (ngx_http_prefix_route_scan_other(s) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+
+    done:
+
         rc = ngx_http_prefix_route_scan_next(s, ']');
 
     } while (rc == NGX_AGAIN);
+
+    return rc;
+}
+
+
+/*
+ * A content part that is not text, as ngx_http_prefix_route_prompt_part()
+ * writes it, by identity: FS, then, unless the buffer is full, the 16 hex
+ * digits of the digest of its canonical JSON (ngx_http_prefix_route_hash_
+ * start()) and that JSON.  The part is put on the tape, which holds it
+ * once for both; a part the tape cannot hold is declined.  The first
+ * part's place tells whether the prompt has one (pr->nontext): messages
+ * are written before the segments that go first, and moved after them.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_other(ngx_http_prefix_route_scan_t *s)
+{
+    u_char         hex[16];
+    uint64_t       digest;
+    ngx_int_t      rc;
+    ngx_uint_t     i, top;
+    static u_char  hexdigits[] = "0123456789abcdef";
+
+    ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_FS);
+
+    if (s->stop && !s->measure) {
+        ngx_http_prefix_route_scan_skip(s);
+        return NGX_OK;
+    }
+
+    top = s->nnodes;
+    s->tape = 1;
+    s->untaped = 0;
+
+    rc = ngx_http_prefix_route_scan_value(s, 1);
+
+    s->tape = 0;
+
+    if (rc != NGX_OK || s->untaped) {
+        s->nnodes = top;
+        return NGX_DECLINED;
+    }
+
+    if (s->measure) {
+        /* the digest's length is known */
+        s->measured += 16;
+        goto json;
+    }
+
+    if (s->other == NGX_HTTP_PREFIX_ROUTE_NO_OTHER) {
+        s->other = s->pr->len;
+    }
+
+    if (ngx_http_prefix_route_hash_start() != NGX_OK) {
+        s->nnodes = top;
+        return NGX_DECLINED;
+    }
+
+    s->digest = 1;
+    rc = ngx_http_prefix_route_scan_json(s, top);
+    s->digest = 0;
+
+    digest = ngx_http_prefix_route_hash_end();
+
+    if (rc != NGX_OK) {
+        s->nnodes = top;
+        return NGX_DECLINED;
+    }
+
+    for (i = 16; i > 0; i--) {
+        hex[i - 1] = hexdigits[digest & 0xf];
+        digest >>= 4;
+    }
+
+    ngx_http_prefix_route_scan_write(s, hex, 16);
+
+json:
+
+    rc = ngx_http_prefix_route_scan_json(s, top);
+
+    s->nnodes = top;
 
     return rc;
 }
@@ -2149,6 +2273,11 @@ ngx_http_prefix_route_scan_write(ngx_http_prefix_route_scan_t *s, u_char *p,
 {
     ngx_http_prefix_route_prompt_t  *pr;
 
+    if (s->digest) {
+        ngx_http_prefix_route_hash_add(p, n);
+        return;
+    }
+
     if (s->measure) {
         s->measured += n;
         return;
@@ -2174,6 +2303,11 @@ static ngx_inline void
 ngx_http_prefix_route_scan_byte(ngx_http_prefix_route_scan_t *s, u_char c)
 {
     ngx_http_prefix_route_prompt_t  *pr;
+
+    if (s->digest) {
+        ngx_http_prefix_route_hash_add(&c, 1);
+        return;
+    }
 
     if (s->measure) {
         s->measured++;

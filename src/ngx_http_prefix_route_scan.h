@@ -33,7 +33,8 @@ typedef struct {
  * The fast path from body to canonical prompt: one pass over
  * the body's bytes, no tree, for a chat body (OpenAI Chat Completions or
  * Anthropic Messages): messages with any members, content as a string or
- * text parts, tools, functions and system; or for a prompt rendered, one
+ * parts (text, or images, audio, files, tool use written by identity),
+ * tools, functions and system; or for a prompt rendered, one
  * string (legacy Completions' prompt, SGLang's text, TGI's inputs).
  * It writes what
  * ngx_http_prefix_route_prompt_build() writes for the same body, values
@@ -42,18 +43,20 @@ typedef struct {
  * escapes) without building it.
  *
  * Returns NGX_OK with pr set as ngx_http_prefix_route_prompt_build() sets
- * it, or NGX_DECLINED for anything else, invalid JSON included: the caller
+ * it (but pr->nontext: 1, not a count, when a part by identity is in the
+ * prompt), or NGX_DECLINED for anything else, invalid JSON included: the
+ * caller
  * then parses the body with jansson, the reference.  Some bodies jansson
  * reads are declined on purpose (escaped keys, numbers with an exponent or
  * more than 18 digits, real numbers in a serialised value, nesting deeper
- * than 32, a member the walk reads given twice, non-text content parts,
- * Responses bodies, token ids, batches, SGLang's media and parallel
+ * than 32, a member the walk reads given twice, a part by identity the
+ * tape cannot hold, Responses bodies, token ids, batches, SGLang's media and parallel
  * sampling; docs/design.md lists them): the
  * fast path never accepts a body jansson refuses.  The fuzzer checks both
  * claims (fuzz/prompt_fuzzer.c).  Never allocates: the values written as
  * canonical JSON are put on a static tape of 8192 nodes as they are
- * checked (the tools, functions and system values, and one message's at a
- * time), their objects' members sorted through an array of 256 on the
+ * checked (the tools, functions and system values, and one message's or
+ * part's at a time), their objects' members sorted through an array of 256 on the
  * stack; more are declined.  Not
  * reentrant (the tape): one body at a time, as a worker reads them.
  */

@@ -292,7 +292,8 @@ test_fast_path(u_char *text, size_t len, size_t size, test_out_t *ref)
         || ngx_memcmp(buf, ref->buf, pr.len) != 0
         || pr.key != ref->key || pr.seed != ref->seed
         || pr.nanswers != ref->nanswers
-        || pr.nontext != ref->nontext || pr.batch != ref->batch
+        || (pr.nontext > 0) != (ref->nontext > 0)
+        || pr.batch != ref->batch
         || pr.ids != ref->ids || pr.skip_cache != ref->skip_cache
         || ngx_memcmp(answers, ref->answers,
                       2 * pr.nanswers * sizeof(size_t)) != 0)
@@ -644,6 +645,44 @@ main(void)
      * writes what jansson's walk writes, at every cap
      */
 
+    /*
+     * parts by identity: FS, the digest of their canonical JSON, the JSON;
+     * nontext only when one is within the cap, the segments that go first
+     * included
+     */
+
+    test_fast("fast path: openai-python body with an image and audio "
+              "(parts by identity, keys out of order, escapes)",
+              "{'model':'m','messages':[{'role':'user','content':["
+              "{'type':'text','text':'what is this?'},"
+              "{'image_url':{'url':'data:image/png;base64,iVBORw0KG"
+              "goAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk\\/"
+              "+\\/HgAFhAJ/wlseKgAAAABJRU5ErkJggg==','detail':'high'},"
+              "'type':'image_url'},{'type':'input_audio','input_audio':"
+              "{'data':'UklGRg\\u0041','format':'wav'}},"
+              "{'type':'text','text':'and this?'}]},"
+              "{'role':'assistant','content':'a cat'},"
+              "{'role':'user','content':[{'type':'text'},'bare',7,"
+              "{'type':'text','text':null},{},[1,[true,false,null]]]}]}");
+
+    test_fast("fast path: anthropic-python agent body (system blocks, "
+              "tools after the messages, tool use and tool results, an "
+              "image block)",
+              "{'max_tokens':1024,'messages':[{'role':'user','content':["
+              "{'type':'image','source':{'type':'base64','media_type':"
+              "'image/jpeg','data':'/9j/4AAQSkZJRg=='}},"
+              "{'type':'text','text':'describe'}]},"
+              "{'role':'assistant','content':[{'type':'text','text':'ok'},"
+              "{'type':'tool_use','id':'toolu_1','name':'get','input':"
+              "{'city':'Paris','n':-0,'deep':{'b':[1,2],'a':{}}}}]},"
+              "{'role':'user','content':[{'type':'tool_result',"
+              "'tool_use_id':'toolu_1','content':[{'type':'text',"
+              "'text':'12 C'}],'is_error':false}]}],"
+              "'model':'claude','system':[{'type':'text','text':'be brief',"
+              "'cache_control':{'type':'ephemeral'}},{'type':'document',"
+              "'source':{'type':'text','data':'d'}}],"
+              "'tools':[{'name':'get','input_schema':{'type':'object'}}]}");
+
     test_fast("fast path: openai-python agent body (messages, model, "
               "stream, tools after them; tool calls, tool results)",
               "{'messages':[{'role':'system','content':'s'},"
@@ -802,11 +841,11 @@ main(void)
         test_out_t  out;
 
         test_build("{'messages':[{'role':'user','content':[{'type':"
-                   "'image_url','image_url':{'url':'u'}}]}]}",
+                   "'image_url','image_url':{'url':'u','detail':0.5}}]}]}",
                    TEST_SIZE, &out);
         test_ok(out.rc == NGX_OK && out.fast == NGX_DECLINED,
-                "fast path: an image part is left to jansson (its digest "
-                "follows jansson's serialisation)");
+                "fast path: an image part with a real number is left to "
+                "jansson (which prints a double)");
 
         test_build("{'messages':[{'role':'user','content':'q'}],"
                    "'tools':[{'name':'f','x':0.5}]}", TEST_SIZE, &out);
