@@ -45,20 +45,19 @@ typedef struct {
  * Returns NGX_OK with pr set as ngx_http_prefix_route_prompt_build() sets
  * it (but pr->nontext: 1, not a count, when a part by identity is in the
  * prompt), or NGX_DECLINED for anything else, invalid JSON included: the
- * caller
- * then parses the body with jansson, the reference.  Some bodies jansson
- * reads are declined on purpose (escaped keys, numbers with an exponent or
- * more than 18 digits, real numbers in a serialised value, nesting deeper
- * than 32, a member the walk reads given twice, a part by identity the
- * tape cannot hold, Responses bodies, token ids, batches, SGLang's media and parallel
- * sampling; docs/design.md lists them): the
+ * caller then parses the body with jansson, the reference.  Some bodies
+ * jansson reads are declined on purpose (escaped keys, numbers with an
+ * exponent or more than 18 digits, real numbers in a serialised value,
+ * nesting deeper than 32, a member the walk reads given twice, a part by
+ * identity the tape cannot hold, Responses bodies, token ids, batches,
+ * SGLang's media and parallel sampling; docs/design.md lists them): the
  * fast path never accepts a body jansson refuses.  The fuzzer checks both
  * claims (fuzz/prompt_fuzzer.c).  Never allocates: the values written as
  * canonical JSON are put on a static tape of 8192 nodes as they are
  * checked (the tools, functions and system values, and one message's or
- * part's at a time), their objects' members sorted through an array of 256 on the
- * stack; more are declined.  Not
- * reentrant (the tape): one body at a time, as a worker reads them.
+ * part's at a time), their objects' members sorted through an array of
+ * 256 on the stack; more are declined.  Not reentrant (the tape): one
+ * body at a time, as a worker reads them.
  */
 ngx_int_t ngx_http_prefix_route_scan(u_char *p, size_t len,
     ngx_http_prefix_route_prompt_t *pr);
