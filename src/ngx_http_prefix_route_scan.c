@@ -114,6 +114,11 @@ typedef struct {
 #define NGX_HTTP_PREFIX_ROUTE_NO_TAPE     0xffffffff
 #define NGX_HTTP_PREFIX_ROUTE_NO_OTHER    ((size_t) -1)
 
+/* where the written bytes go: pr, or aside, counted or hashed */
+#define NGX_HTTP_PREFIX_ROUTE_WRITE       0
+#define NGX_HTTP_PREFIX_ROUTE_MEASURE     1
+#define NGX_HTTP_PREFIX_ROUTE_DIGEST      2
+
 
 typedef struct {
     u_char                          *p;
@@ -121,9 +126,9 @@ typedef struct {
     ngx_http_prefix_route_prompt_t  *pr;
     ngx_uint_t                       stop;     /* pr->buf is full */
     ngx_uint_t                       keyed;    /* pr->key is set */
-    ngx_uint_t                       measure;  /* count the bytes only */
+    ngx_uint_t                       aside;    /* the bytes go to
+                                                  scan_aside(), not pr */
     size_t                           measured;
-    ngx_uint_t                       digest;   /* hash the bytes only */
     size_t                           other;    /* the end of the first FS
                                                   of a part written by
                                                   identity, with room
@@ -309,9 +314,8 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     s.pr = pr;
     s.stop = (pr->size == 0);
     s.keyed = 0;
-    s.measure = 0;
+    s.aside = NGX_HTTP_PREFIX_ROUTE_WRITE;
     s.measured = 0;
-    s.digest = 0;
     s.other = NGX_HTTP_PREFIX_ROUTE_NO_OTHER;
     s.nnodes = 0;
     s.tape = 0;
@@ -595,7 +599,7 @@ ngx_http_prefix_route_scan_prefix(ngx_http_prefix_route_scan_t *s,
         pr->len = msgs;
     }
 
-    s->measure = 1;
+    s->aside = NGX_HTTP_PREFIX_ROUTE_MEASURE;
     s->measured = 0;
     s->stop = 0;
 
@@ -603,7 +607,7 @@ ngx_http_prefix_route_scan_prefix(ngx_http_prefix_route_scan_t *s,
         return NGX_DECLINED;
     }
 
-    s->measure = 0;
+    s->aside = NGX_HTTP_PREFIX_ROUTE_WRITE;
     len = s->measured;
 
     keep = (len < size) ? ngx_min(msgs, size - len) : 0;
@@ -763,7 +767,7 @@ ngx_http_prefix_route_scan_tools(ngx_http_prefix_route_scan_t *s,
         return NGX_DECLINED;
     }
 
-    if (s->measure || s->stop || len > NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE
+    if (s->aside || s->stop || len > NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE
         || s->pr->len - start > NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE
         || (*f->value != '[' && *f->value != '{'))
     {
@@ -1207,7 +1211,7 @@ ngx_http_prefix_route_scan_other(ngx_http_prefix_route_scan_t *s)
 
     ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_FS);
 
-    if (s->stop && !s->measure) {
+    if (s->stop && s->aside != NGX_HTTP_PREFIX_ROUTE_MEASURE) {
         ngx_http_prefix_route_scan_skip(s);
         return NGX_OK;
     }
@@ -1225,7 +1229,7 @@ ngx_http_prefix_route_scan_other(ngx_http_prefix_route_scan_t *s)
         return NGX_DECLINED;
     }
 
-    if (s->measure) {
+    if (s->aside == NGX_HTTP_PREFIX_ROUTE_MEASURE) {
         /* the digest's length is known */
         s->measured += 16;
         goto json;
@@ -1240,9 +1244,9 @@ ngx_http_prefix_route_scan_other(ngx_http_prefix_route_scan_t *s)
         return NGX_DECLINED;
     }
 
-    s->digest = 1;
+    s->aside = NGX_HTTP_PREFIX_ROUTE_DIGEST;
     rc = ngx_http_prefix_route_scan_json(s, top);
-    s->digest = 0;
+    s->aside = NGX_HTTP_PREFIX_ROUTE_WRITE;
 
     digest = ngx_http_prefix_route_hash_end();
 
@@ -2263,8 +2267,26 @@ ngx_http_prefix_route_scan_code(ngx_http_prefix_route_scan_t *s, uint32_t v)
 
 
 /*
- * Bytes none of which the format reserves, cut where the buffer is full;
- * only counted while the length of what goes first is measured.
+ * Bytes not written: counted while the length of what goes first is
+ * measured, hashed while a part's digest is taken.
+ */
+
+static void
+ngx_http_prefix_route_scan_aside(ngx_http_prefix_route_scan_t *s, u_char *p,
+    size_t n)
+{
+    if (s->aside == NGX_HTTP_PREFIX_ROUTE_DIGEST) {
+        ngx_http_prefix_route_hash_add(p, n);
+
+    } else {
+        s->measured += n;
+    }
+}
+
+
+/*
+ * Bytes none of which the format reserves, cut where the buffer is full,
+ * or set aside.
  */
 
 static ngx_inline void
@@ -2273,13 +2295,8 @@ ngx_http_prefix_route_scan_write(ngx_http_prefix_route_scan_t *s, u_char *p,
 {
     ngx_http_prefix_route_prompt_t  *pr;
 
-    if (s->digest) {
-        ngx_http_prefix_route_hash_add(p, n);
-        return;
-    }
-
-    if (s->measure) {
-        s->measured += n;
+    if (s->aside) {
+        ngx_http_prefix_route_scan_aside(s, p, n);
         return;
     }
 
@@ -2304,13 +2321,8 @@ ngx_http_prefix_route_scan_byte(ngx_http_prefix_route_scan_t *s, u_char c)
 {
     ngx_http_prefix_route_prompt_t  *pr;
 
-    if (s->digest) {
-        ngx_http_prefix_route_hash_add(&c, 1);
-        return;
-    }
-
-    if (s->measure) {
-        s->measured++;
+    if (s->aside) {
+        ngx_http_prefix_route_scan_aside(s, &c, 1);
         return;
     }
 
