@@ -121,6 +121,7 @@ ngx_http_prefix_route_extract_exit(void)
     ngx_http_prefix_route_scratch_free(&ngx_http_prefix_route_prompt_buf);
     ngx_http_prefix_route_scratch_free(&ngx_http_prefix_route_hash_buf);
     ngx_http_prefix_route_scratch_free(&ngx_http_prefix_route_tokens_buf);
+    ngx_http_prefix_route_hash_exit();
 }
 
 

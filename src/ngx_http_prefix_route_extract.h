@@ -133,8 +133,8 @@ void ngx_http_prefix_route_extract_init(void *(*alloc)(size_t size),
 
 /*
  * Frees what the stage keeps for the process (the buffer that gathers a
- * body of several memory buffers for the fast path, those of the prompt
- * and its hashes), when it exits.
+ * body of several buffers or in a file for the fast path, those of the
+ * prompt and its hashes, the parts' digest state), when it exits.
  */
 void ngx_http_prefix_route_extract_exit(void);
 

@@ -107,3 +107,13 @@ ngx_http_prefix_route_hash_end(void)
 {
     return XXH3_64bits_digest(ngx_http_prefix_route_hash_state);
 }
+
+
+void
+ngx_http_prefix_route_hash_exit(void)
+{
+    if (ngx_http_prefix_route_hash_state != NULL) {
+        (void) XXH3_freeState(ngx_http_prefix_route_hash_state);
+        ngx_http_prefix_route_hash_state = NULL;
+    }
+}

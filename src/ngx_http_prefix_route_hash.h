@@ -77,5 +77,8 @@ ngx_int_t ngx_http_prefix_route_hash_start(void);
 void ngx_http_prefix_route_hash_add(u_char *p, size_t len);
 uint64_t ngx_http_prefix_route_hash_end(void);
 
+/* Frees the state of ngx_http_prefix_route_hash_start(), at exit. */
+void ngx_http_prefix_route_hash_exit(void);
+
 
 #endif /* _NGX_HTTP_PREFIX_ROUTE_HASH_H_INCLUDED_ */
