@@ -1157,6 +1157,14 @@ ngx_http_prefix_route_scan_parts(ngx_http_prefix_route_scan_t *s)
 
         } while (rc == NGX_AGAIN);
 
+        /* the walk compares the type decoded (helper-46) */
+
+        if (rc == NGX_OK && type.value != NULL && *type.value == '"'
+            && type.str.escaped)
+        {
+            return NGX_DECLINED;
+        }
+
         if (rc != NGX_OK
             || type.value == NULL || *type.value != '"'
             || text.value == NULL || *text.value != '"'
