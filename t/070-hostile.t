@@ -667,9 +667,10 @@ Transfer-Encoding: chunked
 
 
 === TEST 18: proxy_request_buffering off: a body arriving in pieces is BYPASS, unless chunked to an HTTP/1.0 upstream, which nginx buffers
-Content-Length bodies in 3 packets 20 ms apart: the chat body, and the
-same cut at 400 bytes, both BYPASS without being read (the "still being
-read" line, not "not JSON").  The chat body chunked, in packets the same
+Content-Length bodies in 3 packets 200 ms apart (20 ms were not enough
+under valgrind on a loaded machine: nginx read the whole body at once):
+the chat body, and the same cut at 400 bytes, both BYPASS without being
+read (the "still being read" line, not "not JSON").  The chat body chunked, in packets the same
 way, with the default proxy_http_version 1.0: nginx cannot stream a
 chunked body to an HTTP/1.0 upstream, so it buffers it, and the body is
 routed: MISS.
@@ -678,7 +679,7 @@ proxy_request_buffering off;
 --- request eval
 my $slow = sub {
     my @p = unpack '(a250)*', shift;
-    ["POST /v1/chat/completions\n" . shift(@p), map { { value => $_, delay_before => 0.02 } } @p];
+    ["POST /v1/chat/completions\n" . shift(@p), map { { value => $_, delay_before => 0.2 } } @p];
 };
 [$slow->($::Chat), $slow->(substr $::Chat, 0, 400), $slow->(::chunked($::Chat, 100))]
 --- more_headers eval
