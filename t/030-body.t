@@ -61,6 +61,12 @@ sub chat {
 # 22,383 bytes of body, 22,313 bytes of canonical prompt
 our $Chat20k = chat(400);
 
+# a question about a 20 KB image sent inline (base64, escaped slashes as
+# some encoders send them), then a text part: a part by identity
+our $Image20k = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":["
+    . "{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:image/png;base64,"
+    . ("iVBORw0KGgo\\/AAAANSUhEUg+" x 800) . "\"}},{\"type\":\"text\",\"text\":\"what is it?\"}]}]}";
+
 # 156,273 bytes of body: 7 user turns of 22,310 bytes, more than max_prefix
 our $Chat150k = "{\"model\":\"m\",\"messages\":["
     . CORE::join(',', map { "{\"role\":\"user\",\"content\":\"" . rules(400) . "\"}" } 1 .. 7)
@@ -316,3 +322,35 @@ my $b = main::chat(200, "another question");
 ["X-Prefix-Route: MISS 0 1024", "X-Prefix-Route: HIT 1024 1024"]
 --- response_body eval
 [("b3\n") x 2]
+
+
+
+=== TEST 14: a body with an image inline in the temporary file: MISS, then HIT on the same backend
+--- config
+client_body_buffer_size 1k;
+--- request eval
+[("POST /v1/chat/completions\n$main::Image20k") x 2]
+--- response_headers eval
+["X-Prefix-Route: MISS 0 19301\nX-Backend: b3", "X-Prefix-Route: HIT 19264 19301\nX-Backend: b3"]
+--- response_body eval
+[("$main::Image20k\n") x 2]
+--- error_log
+a client request body is buffered to a temporary file
+
+
+
+=== TEST 15: the same body in memory has the same prompt length and backend
+--- config
+client_header_buffer_size 64k;
+client_body_buffer_size 1m;
+--- request eval
+[("POST /v1/chat/completions\n$main::Image20k") x 2]
+--- response_headers eval
+["X-Prefix-Route: MISS 0 19301\nX-Backend: b3", "X-Prefix-Route: HIT 19264 19301\nX-Backend: b3"]
+--- response_body eval
+[("$main::Image20k\n") x 2]
+--- no_error_log
+[error]
+[alert]
+[crit]
+a client request body is buffered to a temporary file
