@@ -192,7 +192,7 @@ static ngx_int_t ngx_http_prefix_route_round_robin(ngx_peer_connection_t *pc,
 static void ngx_http_prefix_route_backups(ngx_http_prefix_route_ctx_t *ctx);
 static ngx_uint_t ngx_http_prefix_route_usable(
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_upstream_rr_peer_t *peer,
-    ngx_uint_t i, ngx_uint_t probed, ngx_http_prefix_route_peer_t *sp,
+    ngx_uint_t i, ngx_uint_t passed, ngx_http_prefix_route_peer_t *sp,
     time_t now);
 static ngx_int_t ngx_http_prefix_route_shadow_get(ngx_peer_connection_t *pc,
     ngx_http_prefix_route_ctx_t *ctx);
@@ -206,11 +206,14 @@ static void ngx_http_prefix_route_no_server(ngx_http_prefix_route_ctx_t *ctx);
 static ngx_http_upstream_rr_peer_t *ngx_http_prefix_route_pick(
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_upstream_rr_peers_t *peers,
     ngx_int_t forced, ngx_uint_t *chosen);
-static ngx_uint_t ngx_http_prefix_route_probed(
+static ngx_uint_t ngx_http_prefix_route_passed(
     ngx_http_prefix_route_srv_conf_t *prcf, ngx_uint_t b,
-    ngx_http_upstream_rr_peers_t *peers);
+    ngx_http_upstream_rr_peers_t *peers, time_t now);
 static void ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
+static ngx_uint_t ngx_http_prefix_route_erred(
+    ngx_http_prefix_route_srv_conf_t *prcf, ngx_http_prefix_route_peer_t *sp,
+    ngx_uint_t status, time_t now);
 static uint64_t ngx_http_prefix_route_clock(void);
 static void ngx_http_prefix_route_held(ngx_http_prefix_route_sh_t *sh,
     uint64_t ns);
@@ -1377,9 +1380,10 @@ failed:
 
 
 /*
- * BYPASS: round robin, passing over the servers the probes do, marked as
- * tried.  Round robin turns to the backups itself and clears the marks
- * there, so the turn is taken here first when no primary is usable.
+ * BYPASS: round robin, passing over the servers the probes or their
+ * errors do (ngx_http_prefix_route_passed_over()), marked as tried.
+ * Round robin turns to the backups itself and clears the marks there, so
+ * the turn is taken here first when no primary is usable.
  */
 
 static ngx_int_t
@@ -1388,7 +1392,7 @@ ngx_http_prefix_route_round_robin(ngx_peer_connection_t *pc,
 {
     time_t                             now;
     uintptr_t                          m;
-    ngx_uint_t                         i, n, probed, usable;
+    ngx_uint_t                         i, n, passed, usable;
     ngx_http_prefix_route_peer_t      *sp;
     ngx_http_upstream_rr_peer_t       *peer;
     ngx_http_upstream_rr_peers_t      *peers;
@@ -1397,7 +1401,7 @@ ngx_http_prefix_route_round_robin(ngx_peer_connection_t *pc,
     prcf = ctx->conf;
     peers = ctx->rrp.peers;
 
-    if (prcf->probe.interval == 0) {
+    if (prcf->probe.interval == 0 && prcf->max_errors == 0) {
         return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
     }
 
@@ -1409,13 +1413,13 @@ ngx_http_prefix_route_round_robin(ngx_peer_connection_t *pc,
 
     ctx->backup = (peers->next == NULL && prcf->peers->next != NULL);
 
-    probed = ngx_http_prefix_route_probed(prcf, ctx->backup, peers);
+    now = ngx_time();
+    passed = ngx_http_prefix_route_passed(prcf, ctx->backup, peers, now);
 
-    if (!probed && peers->next == NULL) {
+    if (!passed && peers->next == NULL) {
         return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
     }
 
-    now = ngx_time();
     usable = 0;
 
     ngx_http_upstream_rr_peers_rlock(peers);
@@ -1423,7 +1427,7 @@ ngx_http_prefix_route_round_robin(ngx_peer_connection_t *pc,
     for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
         sp = prcf->shared[ctx->backup][i];
 
-        if (probed && ngx_http_prefix_route_probe_down(prcf, sp)) {
+        if (passed && ngx_http_prefix_route_passed_over(prcf, peer, sp, now)) {
             n = i / (8 * sizeof(uintptr_t));
             m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
             ctx->rrp.tried[n] |= m;
@@ -1466,14 +1470,13 @@ ngx_http_prefix_route_backups(ngx_http_prefix_route_ctx_t *ctx)
 /*
  * Whether round robin's rules let the server "peer" at position "i" of
  * the current list take the request (not tried, not down, not failed
- * within fail_timeout, under max_conns), and the probes ("probed": some
- * are passed over) do not pass over its record "sp".  The caller holds
- * the peers lock.
+ * within fail_timeout, under max_conns), and, when some are passed over
+ * ("passed"), its record "sp" is not.  The caller holds the peers lock.
  */
 
 static ngx_uint_t
 ngx_http_prefix_route_usable(ngx_http_prefix_route_ctx_t *ctx,
-    ngx_http_upstream_rr_peer_t *peer, ngx_uint_t i, ngx_uint_t probed,
+    ngx_http_upstream_rr_peer_t *peer, ngx_uint_t i, ngx_uint_t passed,
     ngx_http_prefix_route_peer_t *sp, time_t now)
 {
     uintptr_t   m;
@@ -1488,7 +1491,9 @@ ngx_http_prefix_route_usable(ngx_http_prefix_route_ctx_t *ctx,
                 && peer->fails >= peer->max_fails
                 && now - peer->checked <= peer->fail_timeout)
            && !(peer->max_conns && peer->conns >= peer->max_conns)
-           && !(probed && ngx_http_prefix_route_probe_down(ctx->conf, sp));
+           && !(passed
+                && ngx_http_prefix_route_passed_over(ctx->conf, peer, sp,
+                                                     now));
 }
 
 
@@ -1611,7 +1616,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     size_t                              longest, first, expect;
     uint64_t                           *id, t, hold;
     ngx_int_t                           k, vk;
-    ngx_uint_t                          i, b, held, probed, virt, mending,
+    ngx_uint_t                          i, b, held, passed, virt, mending,
                                         pending;
     ngx_slab_pool_t                    *shpool;
     ngx_http_upstream_rr_peer_t        *peer, *best;
@@ -1631,7 +1636,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     now = ngx_time();
 
-    probed = ngx_http_prefix_route_probed(prcf, b, peers);
+    passed = ngx_http_prefix_route_passed(prcf, b, peers, now);
 
     /* collect: the usability rules of round robin, and the ranks */
 
@@ -1639,7 +1644,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
         c = &prcf->cand[i];
 
-        c->usable = ngx_http_prefix_route_usable(ctx, peer, i, probed,
+        c->usable = ngx_http_prefix_route_usable(ctx, peer, i, passed,
                                                  shared[i], now);
 
         c->weight = peer->weight;
@@ -1915,37 +1920,63 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
 
 /*
- * The number of servers of list "b" ("peers") that the probes pass over,
- * or 0 when they pass over every one: a probe that fails everywhere is
- * more likely wrong than the whole fleet down.  Servers marked "down" are
- * not probed and count in neither.  Reads the zone without its mutex: a
- * server's state may change in the meantime.
+ * The number of servers of list "b" ("peers") passed over at "now" (s),
+ * or 0 when every one is: probes that fail everywhere, or errors from
+ * every server, more likely come from the probes' path or the requests
+ * than from the whole fleet being down.  Servers marked "down" count in
+ * neither.  Reads the zone without its mutex: a server's state may change
+ * in the meantime.
  */
 
 static ngx_uint_t
-ngx_http_prefix_route_probed(ngx_http_prefix_route_srv_conf_t *prcf,
-    ngx_uint_t b, ngx_http_upstream_rr_peers_t *peers)
+ngx_http_prefix_route_passed(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_uint_t b, ngx_http_upstream_rr_peers_t *peers, time_t now)
 {
-    ngx_uint_t                    i, n, down;
+    ngx_uint_t                    i, n, passed;
     ngx_http_upstream_rr_peer_t  *peer;
 
-    if (prcf->probe.interval == 0) {
+    if (prcf->probe.interval == 0 && prcf->max_errors == 0) {
         return 0;
     }
 
     n = 0;
-    down = 0;
+    passed = 0;
 
     for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
 
         if (!peer->down) {
             n++;
-            down += ngx_http_prefix_route_probe_down(prcf,
-                                                     prcf->shared[b][i]);
+            passed += (ngx_http_prefix_route_passed_over(prcf, peer,
+                                                 prcf->shared[b][i], now)
+                       != 0);
         }
     }
 
-    return down == n ? 0 : down;
+    return passed == n ? 0 : passed;
+}
+
+
+ngx_uint_t
+ngx_http_prefix_route_passed_over(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_upstream_rr_peer_t *peer, ngx_http_prefix_route_peer_t *sp,
+    time_t now)
+{
+    if (sp == NULL) {
+        return 0;
+    }
+
+    if (prcf->probe.interval && sp->probe.down) {
+        return 1;
+    }
+
+    if (prcf->max_errors
+        && sp->errors.run >= prcf->max_errors
+        && now - sp->errors.last <= peer->fail_timeout)
+    {
+        return 2;
+    }
+
+    return 0;
 }
 
 
@@ -1955,7 +1986,8 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 {
     ngx_http_prefix_route_ctx_t  *ctx = data;
 
-    ngx_uint_t                     status;
+    time_t                         now;
+    ngx_uint_t                     status, erred;
     ngx_http_prefix_route_index_t *idx;
     ngx_http_prefix_route_peer_t  *sp, *vp;
 
@@ -1965,8 +1997,11 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
     if (sp != NULL) {
         idx = &ctx->conf->index;
         status = ctx->request->upstream->headers_in.status_n;
+        now = ngx_time();
 
         ngx_shmtx_lock(&idx->shpool->mutex);
+
+        erred = ngx_http_prefix_route_erred(ctx->conf, sp, status, now);
 
         ngx_http_prefix_route_load_discharge(sp, ctx->cell,
                               ctx->uncached
@@ -2010,6 +2045,19 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
         ngx_shmtx_unlock(&idx->shpool->mutex);
 
         ctx->sent = NULL;
+
+        if (erred == 1) {
+            ngx_log_error(NGX_LOG_WARN, pc->log, 0,
+                          "prefix_route: server %V answered %ui responses "
+                          "of status 5xx in a row, the last %ui: passed "
+                          "over for its fail_timeout",
+                          pc->name, ctx->conf->max_errors, status);
+
+        } else if (erred == 2) {
+            ngx_log_error(NGX_LOG_NOTICE, pc->log, 0,
+                          "prefix_route: server %V answered again, "
+                          "status %ui", pc->name, status);
+        }
     }
 
     if (ctx->next_free) {
@@ -2018,6 +2066,45 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
     }
 
     ngx_http_upstream_free_round_robin_peer(pc, &ctx->rrp, state);
+}
+
+
+/*
+ * Counts the response of status "status" (0: none, a failure of nginx's
+ * own, which max_fails counts) of the server of record "sp" at "now" (s):
+ * 500 to 599 adds one to its errors in a row, any other status ends the
+ * run.  A server that answers errors at once looks idle and empty to the
+ * cost model, which would send it more prompts than round robin; so after
+ * max_errors in a row it is passed over for its fail_timeout, the last
+ * error counted from (as Envoy's outlier detection ejects a host after 5
+ * consecutive 5xx, its consecutive_5xx default).  Returns 1 when this
+ * response makes the run max_errors long, 2 when it ends a run that long,
+ * else 0.  The caller holds the zone mutex.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_erred(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_prefix_route_peer_t *sp, ngx_uint_t status, time_t now)
+{
+    ngx_uint_t  run;
+
+    run = sp->errors.run;
+
+    if (status >= 500 && status <= 599) {
+        sp->errors.run++;
+        sp->errors.total++;
+        sp->errors.last = now;
+
+        return (prcf->max_errors && sp->errors.run == prcf->max_errors);
+    }
+
+    if (status == 0) {
+        return 0;
+    }
+
+    sp->errors.run = 0;
+
+    return (prcf->max_errors && run >= prcf->max_errors) ? 2 : 0;
 }
 
 
@@ -2742,6 +2829,7 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
     conf->choice.max_load = 150;
     conf->feedback = NGX_HTTP_PREFIX_ROUTE_FEEDBACK_ON;
     conf->choice.instances = 1;
+    conf->max_errors = 5;
 
     return conf;
 }
@@ -2751,7 +2839,8 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
  * prefix_route zone=name:size [block=size] [max_prefix=size]
  *              [capacity=size] [affinity=number] [policy=ttft|cache_aware]
  *              [max_load=percent|off] [feedback=on|correct|off]
- *              [instances=number] [tenant_share=percent|off] [shadow];
+ *              [instances=number] [tenant_share=percent|off]
+ *              [max_errors=number|off] [shadow];
  *
  * Sizes are bytes of canonical prompt (zone: bytes of shared memory),
  * affinity a factor with two decimals (kept in hundredths), max_load and
@@ -2923,6 +3012,27 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             }
 
             prcf->choice.affinity = n;
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "max_errors=off") == 0) {
+            prcf->max_errors = 0;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_errors=", 11) == 0) {
+
+            n = ngx_atoi(value[i].data + 11, value[i].len - 11);
+
+            if (n < 1 || n > 1000) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid max_errors \"%V\", it must be "
+                                   "a number from 1 to 1000, or off",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            prcf->max_errors = n;
             continue;
         }
 

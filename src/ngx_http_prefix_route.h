@@ -74,6 +74,10 @@ typedef struct {
     ngx_http_upstream_init_peer_pt      shadow_init_peer;
     ngx_http_complex_value_t           *salt;        /* prefix_route_salt */
     ngx_uint_t                          cache_salt;  /* its cache_salt= */
+    ngx_uint_t                          max_errors;  /* max_errors=: 5xx
+                                                        responses in a row
+                                                        that pass a server
+                                                        over; 0: off */
     ngx_http_prefix_route_probe_conf_t  probe;       /* prefix_route_probe */
 
     /* per server of the upstream: [0] primary, [1] backup, in list order */
@@ -115,6 +119,20 @@ extern ngx_str_t     ngx_http_prefix_route_status_names[];
  */
 ngx_uint_t ngx_http_prefix_route_repeat(ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_uint_t b, ngx_uint_t i);
+
+
+/*
+ * Why the server "peer" of record "sp" (NULL: none) is passed over at
+ * "now" (s, ngx_time()), as if "down", while another server of its list
+ * is usable (..._module.c): 1 while its probes fail (prefix_route_probe's
+ * fails=), 2 while it answered max_errors= responses of status 500 to 599
+ * in a row, the last within its fail_timeout; 0 when it is not.  Reads
+ * the zone without its mutex.
+ */
+ngx_uint_t ngx_http_prefix_route_passed_over(
+    ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_upstream_rr_peer_t *peer, ngx_http_prefix_route_peer_t *sp,
+    time_t now);
 
 
 /*

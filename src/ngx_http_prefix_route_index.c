@@ -789,6 +789,7 @@ ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
     idx->sh->gone_cached += peer->fb.cached;
     ngx_memzero(&peer->fb, sizeof(ngx_http_prefix_route_feedback_t));
     ngx_memzero(&peer->probe, sizeof(ngx_http_prefix_route_probe_t));
+    ngx_memzero(&peer->errors, sizeof(ngx_http_prefix_route_errors_t));
     ngx_memzero(peer->gauges, sizeof(peer->gauges));
 
     peer->named = idx->gen;

@@ -113,6 +113,18 @@ typedef struct {
 
 
 /*
+ * A server's responses of status 500 to 599, from any worker
+ * (max_errors=, ngx_http_prefix_route_module.c).
+ */
+typedef struct {
+    ngx_uint_t                       run;       /* in a row */
+    ngx_uint_t                       total;     /* in all */
+    time_t                           last;      /* s, ngx_time() of the
+                                                   last one */
+} ngx_http_prefix_route_errors_t;
+
+
+/*
  * The status page's charts (ngx_http_prefix_route_history.c): a sample of
  * the zone's figures every NGX_HTTP_PREFIX_ROUTE_INTERVAL seconds, the
  * last NGX_HTTP_PREFIX_ROUTE_SAMPLES in a ring.
@@ -176,6 +188,7 @@ typedef struct {
 
     ngx_http_prefix_route_feedback_t fb;
     ngx_http_prefix_route_probe_t    probe;
+    ngx_http_prefix_route_errors_t   errors;
 
     ngx_http_prefix_route_gauge_t    gauges[NGX_HTTP_PREFIX_ROUTE_SAMPLES];
 

@@ -58,9 +58,4 @@ ngx_uint_t ngx_http_prefix_route_probe_foreign(
     ngx_uint_t *waiting, ngx_uint_t *running);
 
 
-/* whether the probes pass over the server of record "sp" (may be NULL) */
-#define ngx_http_prefix_route_probe_down(prcf, sp)                            \
-    ((prcf)->probe.interval && (sp) != NULL && (sp)->probe.down)
-
-
 #endif /* _NGX_HTTP_PREFIX_ROUTE_PROBE_H_INCLUDED_ */

@@ -24,7 +24,8 @@
     "table{border-collapse:collapse;margin-bottom:2em}"                       \
     "th,td{padding:4px 10px;border-bottom:1px solid #ccc;text-align:right}"  \
     "th:first-child,td:first-child{text-align:left}"                         \
-    "td.up{color:#080}td.down,td.failing{color:#c00}td.backup{color:#888}"   \
+    "td.up{color:#080}td.backup{color:#888}"                                 \
+    "td.down,td.failing,td.unhealthy,td.erring{color:#c00}"                  \
     "</style></head><body><h1>prefix_route</h1>\n"
 
 
@@ -62,6 +63,7 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_P_DROPPING,
     NGX_HTTP_PREFIX_ROUTE_P_REQUESTS,
     NGX_HTTP_PREFIX_ROUTE_P_HITS,
+    NGX_HTTP_PREFIX_ROUTE_P_ERRORS,
     NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES,
     NGX_HTTP_PREFIX_ROUTE_P_FB_PROMPT,
     NGX_HTTP_PREFIX_ROUTE_P_FB_CACHED,
@@ -217,6 +219,9 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_pfields[] = {
       "Attempts routed to the peer, retries included." },
     { "hits", "peer_hits_total", "counter",
       "Attempts routed to the peer while it held part of their prompt." },
+    { "errors", "peer_errors_total", "counter",
+      "Responses of the peer with a status of 500 to 599, to attempts "
+      "routed by the cost model." },
     { "feedback_responses", "peer_feedback_responses_total", "counter",
       "Responses of the peer that reported cached prompt tokens." },
     { "reported_prompt_tokens", "peer_reported_prompt_tokens_total",
@@ -263,7 +268,8 @@ static ngx_str_t  ngx_http_prefix_route_states[] = {
     ngx_string("down"),
     ngx_string("failing"),
     ngx_string("backup"),
-    ngx_string("unhealthy")
+    ngx_string("unhealthy"),
+    ngx_string("erring")
 };
 
 
@@ -601,8 +607,10 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
             if (peer->down) {
                 state = 1;
 
-            } else if (ngx_http_prefix_route_probe_down(prcf, sp)) {
-                state = 4;
+            } else if ((state = ngx_http_prefix_route_passed_over(prcf, peer,
+                                                             sp, now)))
+            {
+                state = (state == 1) ? 4 : 5;
 
             } else if (peer->max_fails && peer->fails >= peer->max_fails
                        && now - peer->checked <= peer->fail_timeout)
@@ -629,6 +637,7 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
                                            ngx_http_prefix_route_dropping(sp);
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS] = sp->requests;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_HITS] = sp->hits;
+                ps->v[NGX_HTTP_PREFIX_ROUTE_P_ERRORS] = sp->errors.total;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES] =
                                                           sp->fb.responses;
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_PROMPT] = sp->fb.prompt;
@@ -915,7 +924,7 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
 
     p = ngx_sprintf(p, "# HELP nginx_prefix_route_peer_state "
                        "1 for the peer's state: up, down, failing, "
-                       "unhealthy or backup.\n"
+                       "unhealthy, erring or backup.\n"
                        "# TYPE nginx_prefix_route_peer_state gauge\n");
 
     for (i = 0; i < stats->nelts; i++) {

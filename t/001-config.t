@@ -761,3 +761,27 @@ $u
 --- must_die
 --- error_log
 duplicate parameter "interval=2s"
+
+
+
+=== TEST 68: max_errors is a whole number from 1, or off
+--- http_config eval: ::upstream("zone=llm:1m max_errors=0", 1)
+--- must_die
+--- error_log
+invalid max_errors "max_errors=0", it must be a number from 1 to 1000, or off
+
+
+
+=== TEST 69: max_errors is a whole number to 1000
+--- http_config eval: ::upstream("zone=llm:1m max_errors=1001", 1)
+--- must_die
+--- error_log
+invalid max_errors "max_errors=1001", it must be a number from 1 to 1000, or off
+
+
+
+=== TEST 70: max_errors given twice, off first, is an error
+--- http_config eval: ::upstream("zone=llm:1m max_errors=off max_errors=3", 1)
+--- must_die
+--- error_log
+duplicate parameter "max_errors=3"

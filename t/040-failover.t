@@ -363,3 +363,91 @@ _EOC_
  ("X-Upstream-Status: 200") x 11]
 --- response_body_like eval
 [("^b[234]\n\\z") x 12]
+
+
+
+=== TEST 16: without proxy_next_upstream, a server that answers every prompt with a quick 500 takes max_errors of them (3 here), then none for its fail_timeout, and the status says "erring"
+b1's weight makes it the first choice for every new prompt on an idle
+fleet.  After its third 500 in a row it is passed over, by the cost model
+and by round robin (the bodies that cannot be read), as if "down".
+--- http_config eval
+::upstream("zone=llm:1m max_errors=3", "1 weight=10 fail_timeout=60s", 2, 3, 4)
+. ::backends(2, 3, 4) . <<'_EOC_'
+server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 500; }
+_EOC_
+--- config eval
+::location() . "location = /status { prefix_route_status; }\n"
+. "location = /log { alias logs/error.log; }\n"
+--- request eval
+[(map { "POST /v1/chat/completions\n" . main::chat(170 + $_) } 1 .. 12),
+ ("POST /v1/chat/completions\nnot json") x 3, "GET /status", "GET /log"]
+--- error_code eval
+[(500) x 3, (200) x 14]
+--- response_body_like eval
+[("") x 3, ("^b[234]\n\\z") x 12,
+ qr/\{"name":"127\.0\.0\.1:\d+","state":"erring","inflight":0,"queued_bytes":0,"blocks":0,"dropping":0,"requests":3,"hits":0,"errors":3,(?:.*"state":"up",[^{}]*"errors":0,){3}/s,
+ qr/\A(?:(?!answered 3 responses).)*\[warn\] [^\n]*prefix_route: server 127\.0\.0\.1:\d+ answered 3 responses of status 5xx in a row, the last 500: passed over for its fail_timeout(?:(?!answered 3 responses).)*\z/s]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 17: with max_errors=off, the same server takes every new prompt
+What the guard of TEST 16 prevents: its answers leave it idle and holding
+nothing, so the cost model keeps choosing it.
+--- http_config eval
+::upstream("zone=llm:1m max_errors=off", "1 weight=10 fail_timeout=60s", 2, 3, 4)
+. ::backends(2, 3, 4) . <<'_EOC_'
+server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 500; }
+_EOC_
+--- request eval
+[map { "POST /v1/chat/completions\n" . main::chat(170 + $_) } 1 .. 12]
+--- error_code eval
+[(500) x 12]
+--- no_error_log
+[alert]
+[crit]
+passed over
+
+
+
+=== TEST 18: after its fail_timeout the server is tried again; a response that is not 5xx ends the run, so the next errors start a new one
+b1 answers 500 to "?fail=1" and 200 otherwise, with fail_timeout=1 (s).
+After 3 errors a prompt goes elsewhere; 2.1 s later b1 is "up" again and
+takes the next prompt, whose 200 ends the run: 2 more errors leave it up.
+--- http_config eval
+::upstream("zone=llm:1m max_errors=3", "1 weight=10 fail_timeout=1", 2, 3, 4)
+. ::backends(2, 3, 4) . <<'_EOC_'
+server {
+    listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
+    location / {
+        if ($arg_fail) {
+            return 500;
+        }
+        return 200 "b1\n";
+    }
+}
+_EOC_
+--- config eval
+::location() . "location = /status { prefix_route_status; }\n"
+. "location = /sleep { echo_sleep 2.1; echo ok; }\n"
+. "location = /log { alias logs/error.log; }\n"
+--- request eval
+[(map { "POST /v1/chat/completions?fail=1\n" . main::chat(190 + $_) } 1 .. 3),
+ "POST /v1/chat/completions\n" . main::chat(194),
+ "GET /status", "GET /sleep", "GET /status",
+ "POST /v1/chat/completions\n" . main::chat(195),
+ (map { "POST /v1/chat/completions?fail=1\n" . main::chat(195 + $_) } 1 .. 2),
+ "GET /status", "GET /log"]
+--- error_code eval
+[(500) x 3, (200) x 5, (500) x 2, 200, 200]
+--- response_body_like eval
+[("") x 3, "^b[234]\n\\z", qr/"state":"erring"/, "ok",
+ qr/\A(?!.*"erring").*"state":"up","inflight":0,"queued_bytes":0,"blocks":0,"dropping":0,"requests":3,"hits":0,"errors":3,/s,
+ "^b1\n\\z", ("") x 2,
+ qr/\A(?!.*"erring").*"state":"up","inflight":0,"queued_bytes":0,"blocks":\d+,"dropping":0,"requests":6,"hits":\d+,"errors":5,/s,
+ qr/\[warn\] [^\n]*prefix_route: server 127\.0\.0\.1:\d+ answered 3 responses of status 5xx in a row[^\n]*\n(?:(?!answered).)*\[notice\] [^\n]*prefix_route: server 127\.0\.0\.1:\d+ answered again, status 200(?:(?!answered).)*\z/s]
+--- no_error_log
+[alert]
+[crit]

@@ -21,8 +21,8 @@
 # others by their process id.
 #
 # Ports: each check uses 127.0.0.1 ports $port .. $port + 9, $port given
-# by the check: a block of ten from 19801 (zone-pressure) up to 19931
-# (capacity-reload); a new check takes the next free block (19941 next;
+# by the check: a block of ten from 19801 (zone-pressure) up to 19951
+# (fail-fast); a new check takes the next free block (19961 next;
 # the project's tests and benchmarks use other ranges).
 
 set -u
