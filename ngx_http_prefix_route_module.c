@@ -318,7 +318,8 @@ ngx_str_t  ngx_http_prefix_route_status_names[] = {
     ngx_string("BYPASS"),
     ngx_string("MISS"),
     ngx_string("HIT"),
-    ngx_string("SPILL")
+    ngx_string("SPILL"),
+    ngx_string("NONE")
 };
 
 
@@ -1579,15 +1580,16 @@ ngx_http_prefix_route_save_session(ngx_peer_connection_t *pc, void *data)
 
 
 /*
- * An attempt that finds no server (502 "no live upstreams", or a retry
- * with none left) is a MISS of nothing: what an earlier attempt of the
- * request matched is not counted or logged as its outcome.
+ * An attempt that finds no usable server (502 "no live upstreams", or a
+ * retry with none left) is NONE, not a MISS: an outage must not read as
+ * prompts the fleet did not hold.  What an earlier attempt of the request
+ * matched is not counted or logged as its outcome.
  */
 
 static void
 ngx_http_prefix_route_no_server(ngx_http_prefix_route_ctx_t *ctx)
 {
-    ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
+    ctx->status = NGX_HTTP_PREFIX_ROUTE_NONE;
     ctx->match = 0;
     ctx->longest = 0;
     ctx->predicted = 0;
@@ -2155,7 +2157,9 @@ ngx_http_prefix_route_count(void *data)
 
     (void) ngx_atomic_fetch_add(&sh->requests[ctx->status], 1);
 
-    if (ctx->len) {
+    /* a request no server took has no place in the hit rate */
+
+    if (ctx->len && ctx->status != NGX_HTTP_PREFIX_ROUTE_NONE) {
         (void) ngx_atomic_fetch_add(&sh->prompt_bytes, ctx->len);
         (void) ngx_atomic_fetch_add(&sh->matched_bytes, ctx->match);
         (void) ngx_atomic_fetch_add(&sh->longest_bytes, ctx->longest);
@@ -2185,7 +2189,7 @@ ngx_http_prefix_route_add_variables(ngx_conf_t *cf)
 
 
 /*
- * $prefix_route_status: BYPASS, MISS, HIT or SPILL;
+ * $prefix_route_status: BYPASS, MISS, HIT, SPILL or NONE;
  * $prefix_route_match: bytes of the prompt the chosen peer held;
  * $prefix_route_length: bytes of canonical prompt considered;
  * $prefix_route_cached_tokens: the prompt tokens the engine reported it

@@ -16,16 +16,6 @@
 #include "ngx_http_prefix_route_choice.h"
 
 
-/* $prefix_route_status values, also the keys of the request counters */
-typedef enum {
-    NGX_HTTP_PREFIX_ROUTE_BYPASS = 0,
-    NGX_HTTP_PREFIX_ROUTE_MISS,
-    NGX_HTTP_PREFIX_ROUTE_HIT,
-    NGX_HTTP_PREFIX_ROUTE_SPILL,
-    NGX_HTTP_PREFIX_ROUTE_NSTATUS
-} ngx_http_prefix_route_status_e;
-
-
 /*
  * feedback=: off; on: the engines' usage is read, counted and compared
  * with the index; correct: an eviction it shows also trims the index
@@ -109,7 +99,6 @@ typedef struct {
 
 
 extern ngx_module_t  ngx_http_prefix_route_module;
-extern ngx_str_t     ngx_http_prefix_route_status_names[];
 
 
 /*

@@ -88,7 +88,7 @@ ngx_http_prefix_route_history_sample(ngx_http_prefix_route_index_t *idx)
     s = &sh->samples[k];
     s->time = now;
 
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_NSTATUS; i++) {
         s->requests[i] = sh->requests[i];
     }
 
@@ -141,11 +141,6 @@ ngx_http_prefix_route_history_html(u_char *p,
         ngx_string("predicted by prefix_route")
     };
 
-    static ngx_str_t  requests[] = {
-        ngx_string("BYPASS"), ngx_string("MISS"), ngx_string("HIT"),
-        ngx_string("SPILL")
-    };
-
     h.s = s;
     h.gauges = gauges;
     h.n = 0;
@@ -179,7 +174,10 @@ ngx_http_prefix_route_history_html(u_char *p,
                                      NULL);
     p = ngx_http_prefix_route_history_chart(p, &h,
                                      NGX_HTTP_PREFIX_ROUTE_CHART_REQUESTS,
-                                     "requests", "/s", 4, requests, NULL);
+                                     "requests", "/s",
+                                     NGX_HTTP_PREFIX_ROUTE_NSTATUS,
+                                     ngx_http_prefix_route_status_names,
+                                     NULL);
     p = ngx_http_prefix_route_history_chart(p, &h,
                                      NGX_HTTP_PREFIX_ROUTE_CHART_INFLIGHT,
                                      "in flight", "", npeers, NULL, names);

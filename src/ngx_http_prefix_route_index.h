@@ -59,6 +59,21 @@ typedef struct {
 } ngx_http_prefix_route_link_t;
 
 
+/* $prefix_route_status values, also the keys of the request counters */
+typedef enum {
+    NGX_HTTP_PREFIX_ROUTE_BYPASS = 0,
+    NGX_HTTP_PREFIX_ROUTE_MISS,
+    NGX_HTTP_PREFIX_ROUTE_HIT,
+    NGX_HTTP_PREFIX_ROUTE_SPILL,
+    NGX_HTTP_PREFIX_ROUTE_NONE,                 /* no usable server */
+    NGX_HTTP_PREFIX_ROUTE_NSTATUS
+} ngx_http_prefix_route_status_e;
+
+
+/* their names, ..._module.c */
+extern ngx_str_t  ngx_http_prefix_route_status_names[];
+
+
 /* a worker process's share of a server's load, ..._load.c */
 typedef struct {
     uint64_t                         queued;    /* bytes of prefill */
@@ -136,7 +151,7 @@ typedef struct {
 /* the upstream's counters at a sample, since the zone began */
 typedef struct {
     uint64_t                         time;      /* s; 0: no sample */
-    uint64_t                         requests[4]; /* by status */
+    uint64_t                         requests[NGX_HTTP_PREFIX_ROUTE_NSTATUS];
     uint64_t                         prompt;    /* bytes of prompt */
     uint64_t                         matched;   /* bytes, chosen peers */
     uint64_t                         predicted; /* bytes, cost model's */
@@ -364,7 +379,7 @@ typedef struct {
      * are shared by all workers and survive a reload with it; updated
      * without the mutex
      */
-    ngx_atomic_t                     requests[4];   /* by status */
+    ngx_atomic_t                     requests[NGX_HTTP_PREFIX_ROUTE_NSTATUS];
     ngx_atomic_t                     prompt_bytes;  /* canonical prompt */
     ngx_atomic_t                     matched_bytes; /* on the chosen peers */
     ngx_atomic_t                     longest_bytes; /* on any usable peer */

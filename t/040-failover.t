@@ -148,7 +148,7 @@ away from the refusing server, which holds the prompt too but is disabled.
 --- request eval
 [map { "POST /v1/chat/completions\n" . main::chat($_) } 1, 1, 2, 3, 1]
 --- response_headers_like eval
-["X-Prefix-Route: MISS 0 (\\d+)\nX-Upstream-Status: 502, 200",
+["X-Prefix-Route: MISS 0 \\d+\nX-Upstream-Status: 502, 200",
  "X-Prefix-Route: HIT [1-9]\\d* \\d+\nX-Upstream-Status: 200",
  "X-Prefix-Route: MISS 0 \\d+\nX-Upstream-Status: 200",
  "X-Prefix-Route: MISS 0 \\d+\nX-Upstream-Status: 200",
@@ -264,11 +264,12 @@ no live upstreams
 
 
 
-=== TEST 12: then, with both servers disabled, 502 at once with "no live upstreams"
+=== TEST 12: then, with both servers disabled, 502 at once with "no live upstreams", and NONE
 The first request finds both servers refusing (two attempts, as in TEST
 11) and disables them; the second tries none: a single 502, from the
 upstream's name rather than a server's address, as nginx reports "no
-live upstreams".
+live upstreams".  Its routing status is NONE, not a MISS: the fleet was
+not short of the prompt, it was down.
 --- http_config eval
 ::upstream("1 max_fails=1 fail_timeout=10s", "2 max_fails=1 fail_timeout=10s")
 --- config eval
@@ -280,8 +281,8 @@ live upstreams".
 --- error_code eval
 [502, 502]
 --- response_headers_like eval
-["X-Upstream-Status: 502, 502\nX-Upstream-Addr: 127\\.0\\.0\\.1:\\d+, 127\\.0\\.0\\.1:\\d+",
- "X-Upstream-Status: 502\nX-Upstream-Addr: llm"]
+["X-Prefix-Route: MISS 0 \\d+\nX-Upstream-Status: 502, 502\nX-Upstream-Addr: 127\\.0\\.0\\.1:\\d+, 127\\.0\\.0\\.1:\\d+",
+ "X-Prefix-Route: NONE 0 \\d+\nX-Upstream-Status: 502\nX-Upstream-Addr: llm"]
 --- no_error_log
 [alert]
 [crit]
@@ -313,12 +314,12 @@ _EOC_
 
 
 
-=== TEST 14: a retry that finds no server left is a MISS of nothing, whatever the first attempt matched
+=== TEST 14: a retry that finds no server left is NONE, whatever the first attempt matched
 b2 (weight 10) refuses and is disabled by the first request, which b1
 then answers and holds.  The second, the same prompt, is a HIT on b1,
 whose 502 is retried: b1 tried, b2 disabled, nginx answers "no live
-upstreams".  That request is logged and counted as README says, a MISS
-of 0 bytes, not as its first attempt's HIT.
+upstreams".  That request is logged and counted as README says, NONE
+with 0 bytes matched, not as its first attempt's HIT.
 --- http_config eval
 ::upstream("1 max_fails=1 fail_timeout=10s", "2 weight=10 max_fails=1 fail_timeout=10s") . $::FlakyB1
 --- config eval
@@ -332,10 +333,10 @@ of 0 bytes, not as its first attempt's HIT.
 [200, 502, 200]
 --- response_headers_like eval
 ["X-Prefix-Route: MISS 0 \\d+\nX-Upstream-Status: 502, 200",
- "X-Prefix-Route: MISS 0 \\d+\nX-Upstream-Status: 502, 502", ""]
+ "X-Prefix-Route: NONE 0 \\d+\nX-Upstream-Status: 502, 502", ""]
 --- response_body_like eval
 ["^b1\n\\z", "502 Bad Gateway",
- '"matched_bytes":0,"longest_bytes":0,.*"requests":\{"BYPASS":0,"MISS":2,"HIT":0,"SPILL":0\}']
+ '"matched_bytes":0,"longest_bytes":0,.*"requests":\{"BYPASS":0,"MISS":1,"HIT":0,"SPILL":0,"NONE":1\}']
 --- no_error_log
 [alert]
 [crit]

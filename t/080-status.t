@@ -61,7 +61,7 @@ the 15 the backend was sent again are protected.
 [::ask("first"), ::ask("second"), "GET /v1/models", "GET /status"]
 --- response_body_like eval
 ["^b[12]\n\$", "^b[12]\n\$", "^b[12]\n\$",
- qr/\A\{"upstreams":\[\{"name":"llm","zone":"llm","zone_size":1048576,"zone_used":\d+,"blocks":19,"holders":19,"protected":15,"held_back":0,"tenants":1,"evictions":0,"forgotten":0,"index_bytes":1216,"capped":0,"mending":0,"records":2,"prompt_bytes":2232,"matched_bytes":960,"longest_bytes":960,"predicted_bytes":960,"reusable":1,"predicted_tokens":0,"reported_tokens":0,"shadow":0,"requests":\{"BYPASS":1,"MISS":1,"HIT":1,"SPILL":0\},"lock_hold_ns_log2":\[(?:\d+,){31}\d+\],"models":\[\],"peers":\[\{"name":"127\.0\.0\.1:19401","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\},\{"name":"127\.0\.0\.1:19402","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}\]\},\{"name":"other","zone":"other",.*"requests":\{"BYPASS":0,"MISS":0,"HIT":0,"SPILL":0\}.*\]\}\n\z/s]
+ qr/\A\{"upstreams":\[\{"name":"llm","zone":"llm","zone_size":1048576,"zone_used":\d+,"blocks":19,"holders":19,"protected":15,"held_back":0,"tenants":1,"evictions":0,"forgotten":0,"index_bytes":1216,"capped":0,"mending":0,"records":2,"prompt_bytes":2232,"matched_bytes":960,"longest_bytes":960,"predicted_bytes":960,"reusable":1,"predicted_tokens":0,"reported_tokens":0,"shadow":0,"requests":\{"BYPASS":1,"MISS":1,"HIT":1,"SPILL":0,"NONE":0\},"lock_hold_ns_log2":\[(?:\d+,){31}\d+\],"models":\[\],"peers":\[\{"name":"127\.0\.0\.1:19401","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\},\{"name":"127\.0\.0\.1:19402","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}\]\},\{"name":"other","zone":"other",.*"requests":\{"BYPASS":0,"MISS":0,"HIT":0,"SPILL":0,"NONE":0\}.*\]\}\n\z/s]
 --- response_headers eval
 ["", "", "", "Content-Type: application/json"]
 
@@ -73,7 +73,7 @@ Same configuration: nginx reloads and keeps the zones.  One more HIT.
 [::ask("third"), "GET /status"]
 --- response_body_like eval
 ["^b[12]\n\$",
- qr/"name":"llm".*"requests":\{"BYPASS":1,"MISS":1,"HIT":2,"SPILL":0\}/s]
+ qr/"name":"llm".*"requests":\{"BYPASS":1,"MISS":1,"HIT":2,"SPILL":0,"NONE":0\}/s]
 
 
 
@@ -93,6 +93,7 @@ my @lines = (
     'nginx_prefix_route_requests_total\{upstream="llm",status="MISS"\} 1',
     'nginx_prefix_route_requests_total\{upstream="llm",status="HIT"\} 2',
     'nginx_prefix_route_requests_total\{upstream="llm",status="SPILL"\} 0',
+    'nginx_prefix_route_requests_total\{upstream="llm",status="NONE"\} 0',
     '(?:.*\n)*?nginx_prefix_route_peer_state\{upstream="llm",peer="127\.0\.0\.1:19401",state="up"\} 1',
     '(?:.*\n)*?# TYPE nginx_prefix_route_peer_requests_total counter',
     'nginx_prefix_route_peer_requests_total\{upstream="llm",peer="127\.0\.0\.1:19401"\} \d+',
@@ -146,7 +147,7 @@ qr/\A(?:(?:# HELP nginx_prefix_route_\w+ [^\n]+|# TYPE nginx_prefix_route_\w+ (?
 --- response_headers eval
 ["Content-Type: text/html; charset=utf-8", "Content-Type: text/html; charset=utf-8"]
 --- response_body_like eval
-[(qr{<meta http-equiv="refresh" content="5">.*<h2>upstream llm</h2>\n<p>zone llm: \d+ of 1024 KiB used; blocks indexed: 21; pairs protected: \d+ of 21 \(held back 0 times\); tenants: 1; evicted: 0; forgotten: 0<br>requests: BYPASS 1 MISS 1 HIT 2 SPILL 0; prompt bytes matched: [\d.]+%; held by the best server: [\d.]+%</p>\n<table>.*<tr><td>127\.0\.0\.1:19401</td><td class="up">up</td>.*<tr><td>127\.0\.0\.1:19402</td><td class="up">up</td>.*<h2>upstream other</h2>.*<tr><td>127\.0\.0\.1:19403</td><td class="up">up</td><td>0</td><td>0</td><td>0</td><td>0</td><td>-</td><td>0</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>\n</table>\n(?:<p>Charts of the last 30 minutes[^<]*</p>\n|<div class="charts">.*?</div>\n)</body></html>\n\z}s) x 2]
+[(qr{<meta http-equiv="refresh" content="5">.*<h2>upstream llm</h2>\n<p>zone llm: \d+ of 1024 KiB used; blocks indexed: 21; pairs protected: \d+ of 21 \(held back 0 times\); tenants: 1; evicted: 0; forgotten: 0<br>requests: BYPASS 1 MISS 1 HIT 2 SPILL 0 NONE 0; prompt bytes matched: [\d.]+%; held by the best server: [\d.]+%</p>\n<table>.*<tr><td>127\.0\.0\.1:19401</td><td class="up">up</td>.*<tr><td>127\.0\.0\.1:19402</td><td class="up">up</td>.*<h2>upstream other</h2>.*<tr><td>127\.0\.0\.1:19403</td><td class="up">up</td><td>0</td><td>0</td><td>0</td><td>0</td><td>-</td><td>0</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>\n</table>\n(?:<p>Charts of the last 30 minutes[^<]*</p>\n|<div class="charts">.*?</div>\n)</body></html>\n\z}s) x 2]
 
 
 
