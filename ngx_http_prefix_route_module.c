@@ -380,13 +380,23 @@ static ngx_http_variable_t  ngx_http_prefix_route_vars[] = {
 /*
  * jansson's allocator, for the whole process: the module is its only user
  * in nginx.  Set once, before the workers start, so that every jansson
- * object is allocated and freed by the same pair.
+ * object is allocated and freed by the same pair.  Logs the build at
+ * notice, at start and at each reload.
  */
 
 static ngx_int_t
 ngx_http_prefix_route_init_module(ngx_cycle_t *cycle)
 {
     ngx_http_prefix_route_extract_init(malloc, free);
+
+    /* a reload keeps the build in memory: the log tells which one runs */
+
+    if (!ngx_test_config) {
+        ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
+                      "prefix_route module %s, build ID %s",
+                      NGX_HTTP_PREFIX_ROUTE_VERSION,
+                      ngx_http_prefix_route_build_id());
+    }
 
     return NGX_OK;
 }

@@ -14,6 +14,8 @@
 #include "ngx_http_prefix_route_probe.h"
 #include "ngx_http_prefix_route_history.h"
 
+#include <link.h>
+
 
 /* the HTML page: one table a upstream, reloaded every 5 s */
 #define NGX_HTTP_PREFIX_ROUTE_HTML_HEAD                                       \
@@ -412,7 +414,7 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
-    *size = (NGX_HTTP_PREFIX_ROUTE_U_N + NGX_HTTP_PREFIX_ROUTE_P_N + 16) * 256
+    *size = (NGX_HTTP_PREFIX_ROUTE_U_N + NGX_HTTP_PREFIX_ROUTE_P_N + 17) * 256
             + sizeof(NGX_HTTP_PREFIX_ROUTE_HTML_HEAD);
 
     /* "check=1": the index is walked and checked, O(its size) */
@@ -874,7 +876,9 @@ ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
         p = ngx_sprintf(p, "]}");
     }
 
-    return ngx_sprintf(p, "]}\n");
+    return ngx_sprintf(p, "],\"version\":\"%s\",\"build_id\":\"%s\"}\n",
+                       NGX_HTTP_PREFIX_ROUTE_VERSION,
+                       ngx_http_prefix_route_build_id());
 }
 
 
@@ -896,6 +900,15 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
     ngx_http_prefix_route_peer_stat_t  *ps;
 
     st = stats->elts;
+
+    p = ngx_sprintf(p, "# HELP nginx_prefix_route_build_info 1, the "
+                       "module's version and the build ID of the file "
+                       "nginx loaded.\n"
+                       "# TYPE nginx_prefix_route_build_info gauge\n"
+                       "nginx_prefix_route_build_info"
+                       "{version=\"%s\",build_id=\"%s\"} 1\n",
+                    NGX_HTTP_PREFIX_ROUTE_VERSION,
+                    ngx_http_prefix_route_build_id());
 
     for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_U_N; k++) {
         f = &ngx_http_prefix_route_ufields[k];
@@ -1063,6 +1076,10 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
 
     p = ngx_cpymem(p, NGX_HTTP_PREFIX_ROUTE_HTML_HEAD,
                    sizeof(NGX_HTTP_PREFIX_ROUTE_HTML_HEAD) - 1);
+
+    p = ngx_sprintf(p, "<p>version %s, build ID %s</p>\n",
+                    NGX_HTTP_PREFIX_ROUTE_VERSION,
+                    ngx_http_prefix_route_build_id());
 
     for (i = 0; i < stats->nelts; i++) {
         v = st[i].v;
@@ -1237,4 +1254,103 @@ ngx_http_prefix_route_status_ratio(u_char *p, uint32_t ratio)
     hundredths = (uint32_t) (((uint64_t) ratio * 100 + 128) / 256);
 
     return ngx_sprintf(p, "%uD.%02uD", hundredths / 100, hundredths % 100);
+}
+
+
+/* a GNU build ID is 20 bytes (SHA-1) by default; longer ones are cut */
+#define NGX_HTTP_PREFIX_ROUTE_BUILD_ID_LEN  32
+
+
+static int ngx_http_prefix_route_build_id_note(struct dl_phdr_info *info,
+    size_t size, void *data);
+
+
+u_char *
+ngx_http_prefix_route_build_id(void)
+{
+    static ngx_uint_t  read;
+    static u_char      id[2 * NGX_HTTP_PREFIX_ROUTE_BUILD_ID_LEN + 1];
+
+    if (!read) {
+        read = 1;
+        (void) dl_iterate_phdr(ngx_http_prefix_route_build_id_note, id);
+    }
+
+    return id;
+}
+
+
+/*
+ * dl_iterate_phdr()'s callback: for the loaded object whose segments hold
+ * this module's data, writes the hex of its NT_GNU_BUILD_ID note, if any,
+ * to "data" and stops the walk (returns 1); 0 for another object.
+ */
+
+static int
+ngx_http_prefix_route_build_id_note(struct dl_phdr_info *info, size_t size,
+    void *data)
+{
+    u_char            *p, *end, *name, *desc, *next;
+    size_t             len;
+    uintptr_t          self, start;
+    ngx_uint_t         i, ours;
+    ElfW(Nhdr)        *nh;
+    const ElfW(Phdr)  *ph;
+
+    self = (uintptr_t) &ngx_http_prefix_route_module;
+    ours = 0;
+
+    for (i = 0; i < info->dlpi_phnum; i++) {
+        ph = &info->dlpi_phdr[i];
+        start = info->dlpi_addr + ph->p_vaddr;
+
+        if (ph->p_type == PT_LOAD
+            && self >= start && self < start + ph->p_memsz)
+        {
+            ours = 1;
+        }
+    }
+
+    if (!ours) {
+        return 0;
+    }
+
+    for (i = 0; i < info->dlpi_phnum; i++) {
+        ph = &info->dlpi_phdr[i];
+
+        if (ph->p_type != PT_NOTE) {
+            continue;
+        }
+
+        p = (u_char *) (info->dlpi_addr + ph->p_vaddr);
+        end = p + ph->p_memsz;
+
+        while ((size_t) (end - p) >= sizeof(ElfW(Nhdr))) {
+            nh = (ElfW(Nhdr) *) p;
+            name = p + sizeof(ElfW(Nhdr));
+            desc = name + ngx_align(nh->n_namesz, 4);
+
+            if (desc > end
+                || (size_t) (end - desc) < ngx_align(nh->n_descsz, 4))
+            {
+                break;
+            }
+
+            next = desc + ngx_align(nh->n_descsz, 4);
+
+            if (nh->n_type == NT_GNU_BUILD_ID
+                && nh->n_namesz == sizeof("GNU")
+                && ngx_memcmp(name, "GNU", sizeof("GNU")) == 0)
+            {
+                len = ngx_min(nh->n_descsz,
+                              NGX_HTTP_PREFIX_ROUTE_BUILD_ID_LEN);
+                *ngx_hex_dump(data, desc, len) = '\0';
+                return 1;
+            }
+
+            p = next;
+        }
+    }
+
+    return 1;
 }

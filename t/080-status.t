@@ -61,7 +61,7 @@ the 15 the backend was sent again are protected.
 [::ask("first"), ::ask("second"), "GET /v1/models", "GET /status"]
 --- response_body_like eval
 ["^b[12]\n\$", "^b[12]\n\$", "^b[12]\n\$",
- qr/\A\{"upstreams":\[\{"name":"llm","zone":"llm","zone_size":1048576,"zone_used":\d+,"blocks":19,"holders":19,"protected":15,"held_back":0,"tenants":1,"evictions":0,"forgotten":0,"index_bytes":1216,"capped":0,"mending":0,"records":2,"prompt_bytes":2232,"matched_bytes":960,"longest_bytes":960,"predicted_bytes":960,"reusable":1,"predicted_tokens":0,"reported_tokens":0,"shadow":0,"requests":\{"BYPASS":1,"MISS":1,"HIT":1,"SPILL":0,"NONE":0\},"lock_hold_ns_log2":\[(?:\d+,){31}\d+\],"models":\[\],"peers":\[\{"name":"127\.0\.0\.1:19401","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\},\{"name":"127\.0\.0\.1:19402","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}\]\},\{"name":"other","zone":"other",.*"requests":\{"BYPASS":0,"MISS":0,"HIT":0,"SPILL":0,"NONE":0\}.*\]\}\n\z/s]
+ qr/\A\{"upstreams":\[\{"name":"llm","zone":"llm","zone_size":1048576,"zone_used":\d+,"blocks":19,"holders":19,"protected":15,"held_back":0,"tenants":1,"evictions":0,"forgotten":0,"index_bytes":1216,"capped":0,"mending":0,"records":2,"prompt_bytes":2232,"matched_bytes":960,"longest_bytes":960,"predicted_bytes":960,"reusable":1,"predicted_tokens":0,"reported_tokens":0,"shadow":0,"requests":\{"BYPASS":1,"MISS":1,"HIT":1,"SPILL":0,"NONE":0\},"lock_hold_ns_log2":\[(?:\d+,){31}\d+\],"models":\[\],"peers":\[\{"name":"127\.0\.0\.1:19401","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\},\{"name":"127\.0\.0\.1:19402","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}\]\},\{"name":"other","zone":"other",.*"requests":\{"BYPASS":0,"MISS":0,"HIT":0,"SPILL":0,"NONE":0\}.*\],"version":"[^"]+","build_id":"[0-9a-f]*"\}\n\z/s]
 --- response_headers eval
 ["", "", "", "Content-Type: application/json"]
 
@@ -84,6 +84,9 @@ GET /status?format=prometheus
 Content-Type: text/plain; version=0.0.4; charset=utf-8
 --- response_body_like eval
 my @lines = (
+    '# HELP nginx_prefix_route_build_info [^\n]+',
+    '# TYPE nginx_prefix_route_build_info gauge',
+    'nginx_prefix_route_build_info\{version="[^"]+",build_id="[0-9a-f]*"\} 1',
     '# HELP nginx_prefix_route_zone_size_bytes [^\n]+',
     '# TYPE nginx_prefix_route_zone_size_bytes gauge',
     'nginx_prefix_route_zone_size_bytes\{upstream="llm"\} 1048576',
@@ -189,3 +192,20 @@ my $one = sub { my $s = quotemeta shift; qr/\A(?:(?!$s).)*$s(?:(?!$s).)*\z/s };
 ["^(b[12])\n\$", "^b[12]\n\$", "^b[12]\n\$",
  $one->('nginx_prefix_route_peer_requests_total{upstream="dup",peer="127.0.0.1:19401"}'),
  qr/"name":"dup","zone":"dup",.*"peers":\[\{"name":"127\.0\.0\.1:19401",[^\]]*\},\{"name":"127\.0\.0\.1:19402",[^\]]*\}\]\}/s]
+
+
+
+=== TEST 11: the status names the module's version, debian/changelog's, and the build ID of the file nginx loaded, in every format
+The build ID is the linker's note in the module's file ("readelf -n"): a
+reload keeps the build in memory, so after an upgrade the status tells
+whether the new one runs.
+--- request eval
+["GET /status", "GET /status?format=prometheus", "GET /status?format=html"]
+--- response_body_like eval
+open my $f, '<', "$FindBin::Bin/../debian/changelog" or die "changelog: $!";
+my ($v) = <$f> =~ /\(([^)-]+)/ or die "no version in debian/changelog";
+my ($id) = `readelf -n $ENV{TEST_NGINX_MODULE}` =~ /Build ID: ([0-9a-f]+)/
+    or die "no build ID in $ENV{TEST_NGINX_MODULE}";
+[qr/\A\{"upstreams":\[.*\],"version":"\Q$v\E","build_id":"$id"\}\n\z/s,
+ qr/\A# HELP nginx_prefix_route_build_info [^\n]+\n# TYPE nginx_prefix_route_build_info gauge\nnginx_prefix_route_build_info\{version="\Q$v\E",build_id="$id"\} 1\n/,
+ qr/<h1>prefix_route<\/h1>\n<p>version \Q$v\E, build ID $id<\/p>\n/]
