@@ -40,8 +40,8 @@ add_block_preprocessor(sub {
 });
 
 # requests that no prompt can be read from: quiet but for an info line, and
-# the body text is never logged
-our $QuietBypass = [qr/\[(?:notice|warn|error|crit|alert|emerg)\].*prefix_route/,
+# the body text is never logged (the build's notice at start aside)
+our $QuietBypass = [qr/\[(?:notice|warn|error|crit|alert|emerg)\].*prefix_route(?! module )/,
                     "[warn]", "[error]", qr/prefix_route.*fine prompt/];
 
 # a system prompt of $n rules of about 55 bytes each

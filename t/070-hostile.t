@@ -89,8 +89,9 @@ our $StillRead = info_line("info", "prefix_route: request body is still being re
                                    . "(proxy_request_buffering off?), round robin, client: ");
 our $TempFile = info_line("warn", "a client request body is buffered to a temporary file ");
 
-# the module's lines at notice level and above, for --- no_error_log
-our $ModuleInfo = qr/\[(?:notice|info|warn)\] .*prefix_route/;
+# the module's lines at info level and above, for --- no_error_log (but
+# the build's notice at start)
+our $ModuleInfo = qr/\[(?:notice|info|warn)\] .*prefix_route(?! module )/;
 
 add_block_preprocessor(sub {
     my $block = shift;
