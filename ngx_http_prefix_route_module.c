@@ -106,6 +106,8 @@ typedef struct {
     ngx_uint_t                          cell;        /* load cell charged */
     uint64_t                            uncached;    /* bytes */
     unsigned                            started:1;   /* answering */
+    unsigned                            roomed:1;    /* the index made
+                                                        room for it */
     ngx_uint_t                          recorded[2]; /* blocks added to the
                                                         index for it */
 
@@ -211,6 +213,8 @@ static ngx_uint_t ngx_http_prefix_route_passed(
     ngx_http_upstream_rr_peers_t *peers, time_t now);
 static void ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
+static void ngx_http_prefix_route_make_room(ngx_http_prefix_route_ctx_t *ctx,
+    ngx_uint_t status);
 static ngx_uint_t ngx_http_prefix_route_erred(
     ngx_http_prefix_route_srv_conf_t *prcf, ngx_http_prefix_route_peer_t *sp,
     ngx_uint_t status, time_t now);
@@ -1879,6 +1883,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
                                                    &ctx->stamp);
 
         ctx->started = 0;
+        ctx->roomed = 0;
         ctx->cell = ngx_http_prefix_route_load_charge(idx, sp,
                               ctx->uncached
                               + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
@@ -1889,11 +1894,11 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
             sp->hits++;
         }
 
+        /* capacity: the engine makes room when it takes the prompt */
+
         ctx->recorded[1] = ngx_http_prefix_route_index_record(idx,
                                          ctx->hash, ctx->nblocks, &held, sp,
-                                         ctx->tenant,
-                                         prcf->capacity / prcf->block,
-                                         (uint32_t) ctx->chosen);
+                                         ctx->tenant, (uint32_t) ctx->chosen);
         ctx->recorded[0] = held;
 
         if (virt && vk != NGX_ERROR && prcf->vshared[vk] != NULL) {
@@ -1909,18 +1914,12 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
             ctx->vrecorded[1] = ngx_http_prefix_route_index_record(idx,
                                          ctx->hash, ctx->nblocks, &held, lp,
-                                         ctx->tenant,
-                                         prcf->capacity / prcf->block,
-                                         (uint32_t) ctx->chosen);
+                                         ctx->tenant, (uint32_t) ctx->chosen);
             ctx->vrecorded[0] = held;
         }
 
         hold += ngx_http_prefix_route_clock() - t;
         ngx_shmtx_unlock(&shpool->mutex);
-
-        /* a record above a lowered capacity left its excess to slices */
-
-        ngx_http_prefix_route_mend_soon(idx);
     }
 
     ngx_http_prefix_route_held(idx->sh, hold);
@@ -2015,6 +2014,12 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 
         erred = ngx_http_prefix_route_erred(ctx->conf, sp, status, now);
 
+        /* a 2xx response without a body byte */
+
+        if (!(state & NGX_PEER_FAILED)) {
+            ngx_http_prefix_route_make_room(ctx, status);
+        }
+
         ngx_http_prefix_route_load_discharge(sp, ctx->cell,
                               ctx->uncached
                               + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
@@ -2056,6 +2061,8 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 
         ngx_shmtx_unlock(&idx->shpool->mutex);
 
+        ngx_http_prefix_route_mend_soon(idx);
+
         ctx->sent = NULL;
 
         if (erred == 1) {
@@ -2078,6 +2085,45 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
     }
 
     ngx_http_upstream_free_round_robin_peer(pc, &ctx->rrp, state);
+}
+
+
+/*
+ * The server of the attempt under way answered it with status "status":
+ * with a 2xx its engine has taken the prompt (a streamed answer's first
+ * byte comes after its prefill) and made room for it in its KV cache, so
+ * the index makes room too, down to capacity (the would-be server too, in
+ * shadow mode), once an attempt.  Not at the record: a prompt the engine
+ * rejects (vLLM's 400 for one longer than max_model_len) takes no room,
+ * and forgetting its own blocks could not bring back others'.  The caller
+ * holds the zone mutex.
+ */
+
+static void
+ngx_http_prefix_route_make_room(ngx_http_prefix_route_ctx_t *ctx,
+    ngx_uint_t status)
+{
+    ngx_uint_t                         capacity;
+    ngx_http_prefix_route_index_t     *idx;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    if (ctx->roomed || status < 200 || status > 299) {
+        return;
+    }
+
+    ctx->roomed = 1;
+
+    prcf = ctx->conf;
+    idx = &prcf->index;
+    capacity = prcf->capacity / prcf->block;
+
+    ngx_http_prefix_route_index_room(idx, ctx->sent, capacity, ctx->nblocks,
+                                     ctx->recorded[1]);
+
+    if (ctx->vsent != NULL) {
+        ngx_http_prefix_route_index_room(idx, ctx->vsent, capacity,
+                                         ctx->nblocks, ctx->vrecorded[1]);
+    }
 }
 
 
@@ -2376,6 +2422,11 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
                                     ctx->uncached
                                     + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
 
+                if (r->upstream != NULL) {
+                    ngx_http_prefix_route_make_room(ctx,
+                                            r->upstream->headers_in.status_n);
+                }
+
                 if (ctx->vsent != NULL) {
                     ngx_http_prefix_route_load_start(ctx->vsent, ctx->vcell,
                                     ctx->vuncached
@@ -2383,6 +2434,10 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
                 }
 
                 ngx_shmtx_unlock(&idx->shpool->mutex);
+
+                /* room above a lowered capacity left its excess to slices */
+
+                ngx_http_prefix_route_mend_soon(idx);
 
                 ctx->started = 1;
                 break;

@@ -172,7 +172,7 @@ typedef ngx_uint_t (*ngx_http_prefix_route_visit_pt)(
 static ngx_uint_t ngx_http_prefix_route_index_put(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
     ngx_uint_t *held, ngx_http_prefix_route_peer_t *peer, uint64_t tenant,
-    ngx_uint_t capacity, uint32_t stamp);
+    uint32_t stamp);
 static ngx_uint_t ngx_http_prefix_route_index_begin(
     ngx_http_prefix_route_index_t *idx, ngx_uint_t mark);
 static void ngx_http_prefix_route_index_end(
@@ -876,8 +876,7 @@ ngx_http_prefix_route_index_match(ngx_http_prefix_route_index_t *idx,
 ngx_uint_t
 ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t n, ngx_uint_t *held,
-    ngx_http_prefix_route_peer_t *peer, uint64_t tenant, ngx_uint_t capacity,
-    uint32_t stamp)
+    ngx_http_prefix_route_peer_t *peer, uint64_t tenant, uint32_t stamp)
 {
     ngx_uint_t  i;
 
@@ -889,10 +888,47 @@ ngx_http_prefix_route_index_record(ngx_http_prefix_route_index_t *idx,
     }
 
     i = ngx_http_prefix_route_index_put(idx, hash, n, held, peer, tenant,
-                                        capacity, stamp);
+                                        stamp);
     ngx_http_prefix_route_index_end(idx);
 
     return i;
+}
+
+
+void
+ngx_http_prefix_route_index_room(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity, ngx_uint_t n,
+    ngx_uint_t recorded)
+{
+    ngx_uint_t  d, keep;
+
+    if (capacity == 0
+        || peer->wiped
+        || !ngx_http_prefix_route_index_begin(idx,
+                                              NGX_HTTP_PREFIX_ROUTE_NO_CHAIN))
+    {
+        return;
+    }
+
+    /*
+     * down to the capacity, or to the prompt if it is longer (its blocks,
+     * the most recently used, go last); at most its blocks and one more:
+     * cut short by that, the peer is above a capacity a reload lowered,
+     * and its excess goes in slices (a server's quarter of a full 256m
+     * zone held every worker 1.5 s)
+     */
+
+    keep = ngx_max(capacity, recorded);
+
+    d = ngx_http_prefix_route_index_cut(idx, peer, keep, NULL, n + 1);
+    idx->sh->forgotten += d;
+
+    if (d == n + 1 && peer->blocks > keep) {
+        ngx_http_prefix_route_index_doom(idx, peer);
+        peer->over = keep;
+    }
+
+    ngx_http_prefix_route_index_end(idx);
 }
 
 
@@ -1124,8 +1160,7 @@ ngx_http_prefix_route_index_end(ngx_http_prefix_route_index_t *idx)
 static ngx_uint_t
 ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t n, ngx_uint_t *held,
-    ngx_http_prefix_route_peer_t *peer, uint64_t tenant, ngx_uint_t capacity,
-    uint32_t stamp)
+    ngx_http_prefix_route_peer_t *peer, uint64_t tenant, uint32_t stamp)
 {
     ngx_uint_t                        d, i, j, k, t, full, hot;
     ngx_http_prefix_route_sh_t       *sh;
@@ -1243,25 +1278,6 @@ ngx_http_prefix_route_index_put(ngx_http_prefix_route_index_t *idx,
 
         e = ngx_http_prefix_route_ptr(idx, h->entry);
         e->stamp = stamp;
-    }
-
-    /*
-     * the prompt's own entries are pinned: it may be larger than that;
-     * what it added and one more: cut short by that, the peer is above
-     * a capacity a reload lowered, and its excess goes in slices (a
-     * server's quarter of a full 256m zone held every worker 1.5 s),
-     * this prompt kept whole
-     */
-
-    if (capacity) {
-        d = ngx_http_prefix_route_index_cut(idx, peer, capacity, NULL,
-                                            n + 1);
-        sh->forgotten += d;
-
-        if (d == n + 1 && peer->blocks > capacity) {
-            ngx_http_prefix_route_index_doom(idx, peer);
-            peer->over = ngx_max(capacity, i);
-        }
     }
 
     for (d = 0; d < k; d++) {

@@ -574,11 +574,9 @@ ngx_uint_t ngx_http_prefix_route_index_match(
  * it held before this record.  Adds the missing entries and holders, makes
  * all of them the most recently used (in the zone's lists, those it held
  * before protected, the new ones on probation) and stamps their blocks
- * with "stamp" (ms), then drops the peer's least recently used holders
- * beyond "capacity" blocks (0: no limit), at most n + 1 of them: a peer
- * far above it ("capacity" lowered by a reload) is marked (peer->over,
- * the capacity or this prompt's blocks if more), and the rest go in
- * slices, as a restarted engine's blocks do.  A tenant that already has
+ * with "stamp" (ms); the peer's capacity is left to
+ * ngx_http_prefix_route_index_room(), once the engine has taken the
+ * prompt.  A tenant that already has
  * idx->share percent of the protected holders the zone keeps when full
  * (4/5 of sh->room, or of its holders if more) gets no more protected,
  * only keeps those it has (sh->held_back counts the others).  When the
@@ -594,7 +592,23 @@ ngx_uint_t ngx_http_prefix_route_index_match(
 ngx_uint_t ngx_http_prefix_route_index_record(
     ngx_http_prefix_route_index_t *idx, uint64_t *hash, ngx_uint_t n,
     ngx_uint_t *held, ngx_http_prefix_route_peer_t *peer, uint64_t tenant,
-    ngx_uint_t capacity, uint32_t stamp);
+    uint32_t stamp);
+
+/*
+ * Makes room for a prompt of n blocks the engine of "peer" has taken (it
+ * answered with a 2xx), of which the record kept "recorded": drops the
+ * peer's least recently used holders beyond "capacity" blocks (0: no
+ * limit), or beyond the prompt's if more, which is kept whole, at most
+ * n + 1 of them: a peer far above it ("capacity" lowered by a reload) is
+ * marked (peer->over, the capacity or this prompt's blocks if more), and
+ * the rest go in slices, as a restarted engine's blocks do.  Not at the
+ * record: a prompt the engine rejects takes no room in its cache.
+ * Nothing while a mend is under way or for a peer whose engine restarted.
+ * The caller holds the zone mutex.
+ */
+void ngx_http_prefix_route_index_room(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity, ngx_uint_t n,
+    ngx_uint_t recorded);
 
 /*
  * The number of tenants that have entries in the zone, at most

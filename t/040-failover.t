@@ -41,10 +41,15 @@ our $FlakyB1 = <<'_EOC_';
 server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; location /flaky/ { return 502; } location / { return 200 "b1\n"; } }
 _EOC_
 
-# an OpenAI chat body with a prompt of about 1 KB, different for each $i
-sub chat {
+# the text of chat($i): about 1 KB, different for each $i
+sub chat_text {
     my $i = shift;
-    my $text = "Question $i: tell me something about the number $i, in detail. " x 16;
+    return "Question $i: tell me something about the number $i, in detail. " x 16;
+}
+
+# an OpenAI chat body with the prompt chat_text($i)
+sub chat {
+    my $text = chat_text(shift);
     return "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"$text\"}]}";
 }
 
@@ -452,3 +457,34 @@ _EOC_
 --- no_error_log
 [alert]
 [crit]
+
+
+
+=== TEST 19: a prompt the engine rejects takes no room in its cache: with capacity for one prompt, the one held before stays whole
+capacity=1k holds one of these prompts (15 blocks).  The second prompt
+is refused with a 400, as vLLM refuses one longer than max_model_len:
+the engine computed nothing, evicted nothing, and the first prompt is
+still held whole.  Then the second is taken (200): its room is made
+from the least recently used, the first prompt's blocks.
+--- http_config eval
+::upstream("zone=llm:1m capacity=1k", 1) . <<'_EOC_'
+server {
+    listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
+    location /v1/reject { return 400; }
+    location / { return 200 "b1\n"; }
+}
+_EOC_
+--- request eval
+["POST /v1/chat/completions\n" . main::chat(191),
+ "POST /v1/reject\n" . main::chat(192),
+ "POST /v1/chat/completions\n" . main::chat(191),
+ "POST /v1/chat/completions\n" . main::chat(192),
+ "POST /v1/chat/completions\n" . main::chat(191)]
+--- error_code eval
+[200, 400, 200, 200, 200]
+--- response_headers_like eval
+my $len = 7 + length(main::chat_text(191));
+my $full = int($len / 64) * 64;
+["X-Prefix-Route: MISS 0 $len", "X-Prefix-Route: MISS 0 $len",
+ "X-Prefix-Route: HIT $full $len", "X-Prefix-Route: MISS 0 $len",
+ "X-Prefix-Route: (?:MISS 0|HIT (?!$full )\\d+) $len"]

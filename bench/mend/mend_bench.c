@@ -325,7 +325,7 @@ bench_record(ngx_uint_t tag, ngx_uint_t peer)
     held = match[peer];
 
     return ngx_http_prefix_route_index_record(&idx, hash, BENCH_BLOCKS,
-                                              &held, peers[peer], 0, 0,
+                                              &held, peers[peer], 0,
                                               ++bench_clock);
 }
 

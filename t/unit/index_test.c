@@ -155,15 +155,21 @@ static ngx_uint_t
 test_record_hash(uint64_t *hash, ngx_uint_t n, ngx_uint_t peer,
     ngx_uint_t capacity)
 {
-    ngx_uint_t  held, match[64];
+    ngx_uint_t  held, recorded, match[64];
 
     (void) ngx_http_prefix_route_index_match(&idx, hash, n, pos, npeers,
                                              npeers, 4 * npeers + 64, match);
     held = match[peer];
 
-    return ngx_http_prefix_route_index_record(&idx, hash, n, &held,
-                                              peers[peer], test_tenant,
-                                              capacity, ++test_clock);
+    /* the record, and the room the engine made when it took the prompt */
+
+    recorded = ngx_http_prefix_route_index_record(&idx, hash, n, &held,
+                                                  peers[peer], test_tenant,
+                                                  ++test_clock);
+    ngx_http_prefix_route_index_room(&idx, peers[peer], capacity, n,
+                                     recorded);
+
+    return recorded;
 }
 
 
@@ -1141,7 +1147,7 @@ test_shared_prefix(void)
     test_chain(hash, 9, 600);
     i = test_match(9, 512, 7);
     (void) ngx_http_prefix_route_index_record(&idx, hash, 600, &i, peers[7],
-                                              0, 0, ++test_clock);
+                                              0, ++test_clock);
     test_ok(test_check() == 0, "shared prefix: consistent");
 
     (void) ngx_http_prefix_route_index_match(&idx, hash, 600, pos, npeers,
@@ -2051,7 +2057,7 @@ test_sliced(void)
         case 1:
             test_chain(hash, 39, 12);
             bad += (ngx_http_prefix_route_index_record(&idx, hash, 12, &held,
-                                                       peers[0], 0, 0, 1)
+                                                       peers[0], 0, 1)
                     != 0 || held != 0);
             break;
 
@@ -2136,7 +2142,7 @@ test_sliced(void)
     test_ok(n >= 12 && k == n && peers[1]->blocks == n
             && test_match(39, 12, 1) == 0 && test_match(40, 12, 0) == 12
             && ngx_http_prefix_route_index_record(&idx, hash, 12, &held,
-                                                  peers[1], 0, 0, 1) == 0
+                                                  peers[1], 0, 1) == 0
             && held == 0 && peers[1]->blocks == n,
             "wipe: at once the server holds nothing and records nothing, "
             "its blocks are still to go");
