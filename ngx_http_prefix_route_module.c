@@ -209,12 +209,13 @@ static ngx_http_upstream_rr_peer_t *ngx_http_prefix_route_pick(
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_upstream_rr_peers_t *peers,
     ngx_int_t forced, ngx_uint_t *chosen);
 static ngx_uint_t ngx_http_prefix_route_passed(
-    ngx_http_prefix_route_srv_conf_t *prcf, ngx_uint_t b,
+    ngx_http_prefix_route_ctx_t *ctx, ngx_uint_t b,
     ngx_http_upstream_rr_peers_t *peers, time_t now);
 static void ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
 static void ngx_http_prefix_route_make_room(ngx_http_prefix_route_ctx_t *ctx,
     ngx_uint_t status);
+static ngx_uint_t ngx_http_prefix_route_attempt_status(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_prefix_route_erred(
     ngx_http_prefix_route_srv_conf_t *prcf, ngx_http_prefix_route_peer_t *sp,
     ngx_uint_t status, time_t now);
@@ -1429,15 +1430,17 @@ ngx_http_prefix_route_round_robin(ngx_peer_connection_t *pc,
     ctx->backup = (peers->next == NULL && prcf->peers->next != NULL);
 
     now = ngx_time();
-    passed = ngx_http_prefix_route_passed(prcf, ctx->backup, peers, now);
+
+    ngx_http_upstream_rr_peers_rlock(peers);
+
+    passed = ngx_http_prefix_route_passed(ctx, ctx->backup, peers, now);
 
     if (!passed && peers->next == NULL) {
+        ngx_http_upstream_rr_peers_unlock(peers);
         return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
     }
 
     usable = 0;
-
-    ngx_http_upstream_rr_peers_rlock(peers);
 
     for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
         sp = prcf->shared[ctx->backup][i];
@@ -1652,7 +1655,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     now = ngx_time();
 
-    passed = ngx_http_prefix_route_passed(prcf, b, peers, now);
+    passed = ngx_http_prefix_route_passed(ctx, b, peers, now);
 
     /* collect: the usability rules of round robin, and the ranks */
 
@@ -1931,20 +1934,26 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
 
 /*
- * The number of servers of list "b" ("peers") passed over at "now" (s),
- * or 0 when every one is: probes that fail everywhere, or errors from
- * every server, more likely come from the probes' path or the requests
- * than from the whole fleet being down.  Servers marked "down" count in
- * neither.  Reads the zone without its mutex: a server's state may change
- * in the meantime.
+ * The number of servers of list "b" ("peers") that round robin's rules
+ * let take the request and that are passed over at "now" (s), or 0 when
+ * all of those are: probes that fail everywhere, or errors from every
+ * server, more likely come from the probes' path or the requests than
+ * from the whole fleet being down, and a server that round robin's rules
+ * already take out (down, failed, at max_conns, tried) must not leave
+ * the request none.  The caller holds the peers lock; the zone is read
+ * without its mutex: a server's state may change in the meantime.
  */
 
 static ngx_uint_t
-ngx_http_prefix_route_passed(ngx_http_prefix_route_srv_conf_t *prcf,
+ngx_http_prefix_route_passed(ngx_http_prefix_route_ctx_t *ctx,
     ngx_uint_t b, ngx_http_upstream_rr_peers_t *peers, time_t now)
 {
-    ngx_uint_t                    i, n, passed;
-    ngx_http_upstream_rr_peer_t  *peer;
+    ngx_uint_t                         i, n, passed;
+    ngx_http_prefix_route_peer_t      *sp;
+    ngx_http_upstream_rr_peer_t       *peer;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    prcf = ctx->conf;
 
     if (prcf->probe.interval == 0 && prcf->max_errors == 0) {
         return 0;
@@ -1954,11 +1963,11 @@ ngx_http_prefix_route_passed(ngx_http_prefix_route_srv_conf_t *prcf,
     passed = 0;
 
     for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+        sp = prcf->shared[b][i];
 
-        if (!peer->down) {
+        if (ngx_http_prefix_route_usable(ctx, peer, i, 0, sp, now)) {
             n++;
-            passed += (ngx_http_prefix_route_passed_over(prcf, peer,
-                                                 prcf->shared[b][i], now)
+            passed += (ngx_http_prefix_route_passed_over(prcf, peer, sp, now)
                        != 0);
         }
     }
@@ -2007,7 +2016,7 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 
     if (sp != NULL) {
         idx = &ctx->conf->index;
-        status = ctx->request->upstream->headers_in.status_n;
+        status = ngx_http_prefix_route_attempt_status(ctx->request);
         now = ngx_time();
 
         ngx_shmtx_lock(&idx->shpool->mutex);
@@ -2069,7 +2078,8 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
             ngx_log_error(NGX_LOG_WARN, pc->log, 0,
                           "prefix_route: server %V answered %ui responses "
                           "of status 5xx in a row, the last %ui: passed "
-                          "over for its fail_timeout",
+                          "over for its fail_timeout while another server "
+                          "is usable",
                           pc->name, ctx->conf->max_errors, status);
 
         } else if (erred == 2) {
@@ -2085,6 +2095,24 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
     }
 
     ngx_http_upstream_free_round_robin_peer(pc, &ctx->rrp, state);
+}
+
+
+/*
+ * The status of the response to the attempt under way, 0 when it has none
+ * (no connection, a timeout): its own upstream state's, which nginx zeroes
+ * at each connect, and not headers_in's, which a connection that fails at
+ * once leaves to the attempt before (helper-47).
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_attempt_status(ngx_http_request_t *r)
+{
+    ngx_http_upstream_t  *u;
+
+    u = r->upstream;
+
+    return (u != NULL && u->state != NULL) ? u->state->status : 0;
 }
 
 
@@ -2149,11 +2177,18 @@ ngx_http_prefix_route_erred(ngx_http_prefix_route_srv_conf_t *prcf,
     run = sp->errors.run;
 
     if (status >= 500 && status <= 599) {
-        sp->errors.run++;
         sp->errors.total++;
+
+        /* off: no run, which a reload turning it on would find long */
+
+        if (prcf->max_errors == 0) {
+            return 0;
+        }
+
+        sp->errors.run++;
         sp->errors.last = now;
 
-        return (prcf->max_errors && sp->errors.run == prcf->max_errors);
+        return (sp->errors.run == prcf->max_errors);
     }
 
     if (status == 0) {
@@ -2422,10 +2457,8 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
                                     ctx->uncached
                                     + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
 
-                if (r->upstream != NULL) {
-                    ngx_http_prefix_route_make_room(ctx,
-                                            r->upstream->headers_in.status_n);
-                }
+                ngx_http_prefix_route_make_room(ctx,
+                                     ngx_http_prefix_route_attempt_status(r));
 
                 if (ctx->vsent != NULL) {
                     ngx_http_prefix_route_load_start(ctx->vsent, ctx->vcell,
@@ -3096,7 +3129,7 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             if (n < 1 || n > 1000) {
                 ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                    "invalid max_errors \"%V\", it must be "
-                                   "a number from 1 to 1000, or off",
+                                   "a number from 1 to 1000, or \"off\"",
                                    &value[i]);
                 return NGX_CONF_ERROR;
             }

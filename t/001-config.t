@@ -768,7 +768,7 @@ duplicate parameter "interval=2s"
 --- http_config eval: ::upstream("zone=llm:1m max_errors=0", 1)
 --- must_die
 --- error_log
-invalid max_errors "max_errors=0", it must be a number from 1 to 1000, or off
+invalid max_errors "max_errors=0", it must be a number from 1 to 1000, or "off"
 
 
 
@@ -776,7 +776,7 @@ invalid max_errors "max_errors=0", it must be a number from 1 to 1000, or off
 --- http_config eval: ::upstream("zone=llm:1m max_errors=1001", 1)
 --- must_die
 --- error_log
-invalid max_errors "max_errors=1001", it must be a number from 1 to 1000, or off
+invalid max_errors "max_errors=1001", it must be a number from 1 to 1000, or "off"
 
 
 

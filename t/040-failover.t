@@ -372,14 +372,15 @@ _EOC_
 
 
 
-=== TEST 16: without proxy_next_upstream, a server that answers every prompt with a quick 500 takes max_errors of them (3 here), then none for its fail_timeout, and the status says "erring"
-b1's weight makes it the first choice for every new prompt on an idle
-fleet.  After its third 500 in a row it is passed over, by the cost model
-and by round robin (the bodies that cannot be read), as if "down".
+=== TEST 16: without proxy_next_upstream, a server that answers every prompt with a quick 503 takes max_errors of them (3 here), then none for its fail_timeout, and the status says "erring"
+As llama-server answers while it loads its model.  b1's weight makes it
+the first choice for every new prompt on an idle fleet.  After its third
+503 in a row it is passed over, by the cost model and by round robin (the
+bodies that cannot be read), as if "down".
 --- http_config eval
 ::upstream("zone=llm:1m max_errors=3", "1 weight=10 fail_timeout=60s", 2, 3, 4)
 . ::backends(2, 3, 4) . <<'_EOC_'
-server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 500; }
+server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 503; }
 _EOC_
 --- config eval
 ::location() . "location = /status { prefix_route_status; }\n"
@@ -388,11 +389,11 @@ _EOC_
 [(map { "POST /v1/chat/completions\n" . main::chat(170 + $_) } 1 .. 12),
  ("POST /v1/chat/completions\nnot json") x 3, "GET /status", "GET /log"]
 --- error_code eval
-[(500) x 3, (200) x 14]
+[(503) x 3, (200) x 14]
 --- response_body_like eval
 [("") x 3, ("^b[234]\n\\z") x 12,
  qr/\{"name":"127\.0\.0\.1:\d+","state":"erring","inflight":0,"queued_bytes":0,"blocks":0,"dropping":0,"requests":3,"hits":0,"errors":3,(?:.*"state":"up",[^{}]*"errors":0,){3}/s,
- qr/\A(?:(?!answered 3 responses).)*\[warn\] [^\n]*prefix_route: server 127\.0\.0\.1:\d+ answered 3 responses of status 5xx in a row, the last 500: passed over for its fail_timeout(?:(?!answered 3 responses).)*\z/s]
+ qr/\A(?:(?!answered 3 responses).)*\[warn\] [^\n]*prefix_route: server 127\.0\.0\.1:\d+ answered 3 responses of status 5xx in a row, the last 503: passed over for its fail_timeout while another server is usable(?:(?!answered 3 responses).)*\z/s]
 --- no_error_log
 [alert]
 [crit]
@@ -401,16 +402,23 @@ _EOC_
 
 === TEST 17: with max_errors=off, the same server takes every new prompt
 What the guard of TEST 16 prevents: its answers leave it idle and holding
-nothing, so the cost model keeps choosing it.
+nothing, so the cost model keeps choosing it.  The status counts its
+errors and shows it up.
 --- http_config eval
 ::upstream("zone=llm:1m max_errors=off", "1 weight=10 fail_timeout=60s", 2, 3, 4)
 . ::backends(2, 3, 4) . <<'_EOC_'
 server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 500; }
 _EOC_
+--- config eval
+::location() . "location = /status { prefix_route_status; }\n"
 --- request eval
-[map { "POST /v1/chat/completions\n" . main::chat(170 + $_) } 1 .. 12]
+[(map { "POST /v1/chat/completions\n" . main::chat(170 + $_) } 1 .. 12),
+ "GET /status"]
 --- error_code eval
-[(500) x 12]
+[(500) x 12, 200]
+--- response_body_like eval
+[("") x 12,
+ qr/\A(?!.*"erring")\{"upstreams":\[\{"name":"llm",.*?\{"name":"127\.0\.0\.1:\d+","state":"up","inflight":0,"queued_bytes":0,"blocks":0,"dropping":0,"requests":12,"hits":0,"errors":12,/s]
 --- no_error_log
 [alert]
 [crit]
@@ -488,3 +496,72 @@ my $full = int($len / 64) * 64;
 ["X-Prefix-Route: MISS 0 $len", "X-Prefix-Route: MISS 0 $len",
  "X-Prefix-Route: HIT $full $len", "X-Prefix-Route: MISS 0 $len",
  "X-Prefix-Route: (?:MISS 0|HIT (?!$full )\\d+) $len"]
+
+
+
+=== TEST 20: a server passed over for its errors still takes the request when round robin's rules leave no other
+b2 refuses connections and max_fails=1 takes it out for 60 s; b1, the
+only server left, answers 500 to "?fail=1".  After 2 of them in a row
+(max_errors=2) b1 is erring, but with none other usable it is not passed
+over: a body round robin balances, and the next prompt, get b1's 200,
+not nginx's 502 (helper-47).
+--- http_config eval
+::upstream("zone=llm:1m max_errors=2", "1 fail_timeout=60s", "2 max_fails=1 fail_timeout=60s") . <<'_EOC_'
+server {
+    listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
+    location / {
+        if ($arg_fail) {
+            return 500;
+        }
+        return 200 "b1\n";
+    }
+}
+_EOC_
+--- config eval
+::location() . "location = /status { prefix_route_status; }\n"
+--- request eval
+["POST /v1/chat/completions\n" . main::chat(201),
+ "POST /v1/chat/completions\n" . main::chat(202),
+ (map { "POST /v1/chat/completions?fail=1\n" . main::chat(202 + $_) } 1 .. 2),
+ "GET /status",
+ "POST /v1/chat/completions\nnot json",
+ "POST /v1/chat/completions\n" . main::chat(205)]
+--- error_code eval
+[200, 200, 500, 500, 200, 200, 200]
+--- response_body_like eval
+["^b1\n\\z", "^b1\n\\z", "", "", qr/"state":"erring",.*"state":"failing"/s,
+ "^b1\n\\z", "^b1\n\\z"]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 21: a connection that fails at once is not blamed for the status of the attempt before
+b1 (weight 10) answers 500, which nginx retries; the next choice is a
+unix socket that does not exist, whose connect() fails at once, before
+nginx resets the previous attempt's headers; b3 answers.  Only b1's 500s
+count: the socket answered nothing (helper-47).  nginx logs each failed
+connect() at crit.
+--- http_config eval
+"upstream llm {\n    prefix_route zone=llm:1m max_errors=3;\n"
+. "    server " . ::addr(1) . " weight=10 max_fails=0;\n"
+. "    server unix:/nonexistent/prefix-route-none.sock weight=5 max_fails=0;\n"
+. "    server " . ::addr(3) . " max_fails=0;\n}\n"
+. ::backends(3) . <<'_EOC_'
+server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; return 500; }
+_EOC_
+--- config eval
+"proxy_next_upstream error http_500 non_idempotent;\n" . ::location()
+. "location = /status { prefix_route_status; }\n"
+--- request eval
+[(map { "POST /v1/chat/completions\n" . main::chat(210 + $_) } 1 .. 3),
+ "GET /status"]
+--- error_code eval
+[200, 200, 200, 200]
+--- response_body_like eval
+[("^b3\n\\z") x 3,
+ qr/"state":"erring",[^{}]*"requests":3,"hits":0,"errors":3,.*"name":"unix:[^"]*none\.sock","state":"up",[^{}]*"requests":3,"hits":0,"errors":0,.*"state":"up",[^{}]*"errors":0,/s]
+--- no_error_log
+[alert]
+[emerg]
