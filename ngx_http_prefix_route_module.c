@@ -213,8 +213,7 @@ static ngx_uint_t ngx_http_prefix_route_passed(
     ngx_http_upstream_rr_peers_t *peers, time_t now);
 static void ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
-static void ngx_http_prefix_route_make_room(ngx_http_prefix_route_ctx_t *ctx,
-    ngx_uint_t status);
+static void ngx_http_prefix_route_make_room(ngx_http_prefix_route_ctx_t *ctx);
 static ngx_uint_t ngx_http_prefix_route_attempt_status(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_prefix_route_erred(
     ngx_http_prefix_route_srv_conf_t *prcf, ngx_http_prefix_route_peer_t *sp,
@@ -400,7 +399,9 @@ ngx_http_prefix_route_init_module(ngx_cycle_t *cycle)
         ngx_log_error(NGX_LOG_NOTICE, cycle->log, 0,
                       "prefix_route module %s, build ID %s",
                       NGX_HTTP_PREFIX_ROUTE_VERSION,
-                      ngx_http_prefix_route_build_id());
+                      *ngx_http_prefix_route_build_id()
+                      ? ngx_http_prefix_route_build_id()
+                      : (u_char *) "none");
     }
 
     return NGX_OK;
@@ -2023,10 +2024,17 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
 
         erred = ngx_http_prefix_route_erred(ctx->conf, sp, status, now);
 
-        /* a 2xx response without a body byte */
+        /*
+         * a 2xx without a body byte, or a request the client gave up on
+         * once it was sent (the engine has the prompt, and may keep what
+         * it computed): either way the engine made room (helper-48)
+         */
 
-        if (!(state & NGX_PEER_FAILED)) {
-            ngx_http_prefix_route_make_room(ctx, status);
+        if (!(state & NGX_PEER_FAILED)
+            && ((status >= 200 && status <= 299)
+                || (status == 0 && ctx->request->upstream->request_sent)))
+        {
+            ngx_http_prefix_route_make_room(ctx);
         }
 
         ngx_http_prefix_route_load_discharge(sp, ctx->cell,
@@ -2117,25 +2125,23 @@ ngx_http_prefix_route_attempt_status(ngx_http_request_t *r)
 
 
 /*
- * The server of the attempt under way answered it with status "status":
- * with a 2xx its engine has taken the prompt (a streamed answer's first
- * byte comes after its prefill) and made room for it in its KV cache, so
- * the index makes room too, down to capacity (the would-be server too, in
- * shadow mode), once an attempt.  Not at the record: a prompt the engine
- * rejects (vLLM's 400 for one longer than max_model_len) takes no room,
- * and forgetting its own blocks could not bring back others'.  The caller
- * holds the zone mutex.
+ * The engine of the attempt under way has taken its prompt (it answered
+ * with a 2xx: a streamed answer's first byte comes after its prefill) and
+ * made room for it in its KV cache, so the index makes room too, down to
+ * capacity (the would-be server too, in shadow mode), once an attempt.
+ * Not at the record: a prompt the engine rejects (vLLM's 400 for one
+ * longer than max_model_len) takes no room, and forgetting its own blocks
+ * could not bring back others'.  The caller holds the zone mutex.
  */
 
 static void
-ngx_http_prefix_route_make_room(ngx_http_prefix_route_ctx_t *ctx,
-    ngx_uint_t status)
+ngx_http_prefix_route_make_room(ngx_http_prefix_route_ctx_t *ctx)
 {
     ngx_uint_t                         capacity;
     ngx_http_prefix_route_index_t     *idx;
     ngx_http_prefix_route_srv_conf_t  *prcf;
 
-    if (ctx->roomed || status < 200 || status > 299) {
+    if (ctx->roomed) {
         return;
     }
 
@@ -2433,7 +2439,7 @@ static ngx_int_t
 ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 {
     ngx_int_t                       rc;
-    ngx_uint_t                      last;
+    ngx_uint_t                      last, status;
     ngx_chain_t                    *cl;
     ngx_http_prefix_route_ctx_t    *ctx;
     ngx_http_prefix_route_index_t  *idx;
@@ -2457,8 +2463,11 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
                                     ctx->uncached
                                     + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST);
 
-                ngx_http_prefix_route_make_room(ctx,
-                                     ngx_http_prefix_route_attempt_status(r));
+                status = ngx_http_prefix_route_attempt_status(r);
+
+                if (status >= 200 && status <= 299) {
+                    ngx_http_prefix_route_make_room(ctx);
+                }
 
                 if (ctx->vsent != NULL) {
                     ngx_http_prefix_route_load_start(ctx->vsent, ctx->vcell,

@@ -119,7 +119,7 @@ ngx_http_prefix_route_history_sample(ngx_http_prefix_route_index_t *idx)
 size_t
 ngx_http_prefix_route_history_size(ngx_uint_t npeers, size_t names)
 {
-    /* 3 + 4 series and a server's twice, their legends, the charts' text */
+    /* 3 + 5 series and a server's twice, their legends, the charts' text */
 
     return (7 + 2 * npeers) * NGX_HTTP_PREFIX_ROUTE_SERIES_SIZE
            + 2 * 6 * names + 8 * 1024;
