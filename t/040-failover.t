@@ -41,6 +41,19 @@ our $FlakyB1 = <<'_EOC_';
 server { listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1; location /flaky/ { return 502; } location / { return 200 "b1\n"; } }
 _EOC_
 
+# b1 answers 500 to a request with "?fail=1" and its name to any other
+our $FailB1 = <<'_EOC_';
+server {
+    listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
+    location / {
+        if ($arg_fail) {
+            return 500;
+        }
+        return 200 "b1\n";
+    }
+}
+_EOC_
+
 # the text of chat($i): about 1 KB, different for each $i
 sub chat_text {
     my $i = shift;
@@ -432,17 +445,7 @@ After 3 errors a prompt goes elsewhere; 2.1 s later b1 is "up" again and
 takes the next prompt, whose 200 ends the run: 2 more errors leave it up.
 --- http_config eval
 ::upstream("zone=llm:1m max_errors=3", "1 weight=10 fail_timeout=1", 2, 3, 4)
-. ::backends(2, 3, 4) . <<'_EOC_'
-server {
-    listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
-    location / {
-        if ($arg_fail) {
-            return 500;
-        }
-        return 200 "b1\n";
-    }
-}
-_EOC_
+. ::backends(2, 3, 4) . $::FailB1
 --- config eval
 ::location() . "location = /status { prefix_route_status; }\n"
 . "location = /sleep { echo_sleep 2.1; echo ok; }\n"
@@ -506,17 +509,7 @@ only server left, answers 500 to "?fail=1".  After 2 of them in a row
 over: a body round robin balances, and the next prompt, get b1's 200,
 not nginx's 502 (helper-47).
 --- http_config eval
-::upstream("zone=llm:1m max_errors=2", "1 fail_timeout=60s", "2 max_fails=1 fail_timeout=60s") . <<'_EOC_'
-server {
-    listen 127.0.0.1:$TEST_NGINX_RAND_PORT_1;
-    location / {
-        if ($arg_fail) {
-            return 500;
-        }
-        return 200 "b1\n";
-    }
-}
-_EOC_
+::upstream("zone=llm:1m max_errors=2", "1 fail_timeout=60s", "2 max_fails=1 fail_timeout=60s") . $::FailB1
 --- config eval
 ::location() . "location = /status { prefix_route_status; }\n"
 --- request eval
