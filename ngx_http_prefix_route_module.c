@@ -71,6 +71,10 @@
 /* how often each worker looks for dead workers' load, ms */
 #define NGX_HTTP_PREFIX_ROUTE_SWEEP         1000
 
+/* an HTTP status of success: the engine took the prompt */
+#define ngx_http_prefix_route_2xx(status)                                    \
+    ((status) >= 200 && (status) <= 299)
+
 /*
  * how long, ns, after a mend's last slice a request takes the next: the
  * mend timers fire each millisecond unless timer_resolution is set
@@ -2031,7 +2035,7 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
          */
 
         if (!(state & NGX_PEER_FAILED)
-            && ((status >= 200 && status <= 299)
+            && (ngx_http_prefix_route_2xx(status)
                 || (status == 0 && ctx->request->upstream->request_sent)))
         {
             ngx_http_prefix_route_make_room(ctx);
@@ -2051,7 +2055,7 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
         }
 
         if ((state & NGX_PEER_FAILED)
-            || (status != 0 && (status < 200 || status > 299)))
+            || (status != 0 && !ngx_http_prefix_route_2xx(status)))
         {
             /*
              * the peer may never have received the prompt, or refused it
@@ -2465,7 +2469,7 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
 
                 status = ngx_http_prefix_route_attempt_status(r);
 
-                if (status >= 200 && status <= 299) {
+                if (ngx_http_prefix_route_2xx(status)) {
                     ngx_http_prefix_route_make_room(ctx);
                 }
 
@@ -2504,8 +2508,7 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         if (!ctx->conf->feedback
             || ctx->batch
             || r->upstream == NULL
-            || r->headers_out.status < 200
-            || r->headers_out.status > 299
+            || !ngx_http_prefix_route_2xx(r->headers_out.status)
             || (r->upstream->headers_in.content_encoding != NULL
                 && r->upstream->headers_in.content_encoding->value.len))
         {
