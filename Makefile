@@ -10,10 +10,24 @@ BUILD ?=        build
 MODULE =        objs/ngx_http_prefix_route_module.so
 # one configured copy of each nginx source tree used
 NGX_BUILD =     $(BUILD)/nginx$(subst /,-,$(abspath $(NGINX_SRC)))
+# the tests' echo module: Debian's, or with another tree built from
+# Debian's source of it (a module loads only into its own nginx version)
+ECHO_VERSION =  0.63
+ECHO_SHA256 =   d83689f095fdce67b86c1f734ae71c53cb57e43912dcd6455e9ddd715c9c2c20
+ECHO_SRC =      $(BUILD)/libnginx-mod-http-echo-$(ECHO_VERSION)
 ifeq ($(abspath $(NGINX_SRC)),$(DEBIAN_SRC))
 NGINX_BIN ?=    /usr/sbin/nginx
+ECHO_SO =       /usr/lib/nginx/modules/ngx_http_echo_module.so
+else
+ECHO_CONF =     --add-dynamic-module=$(abspath $(ECHO_SRC))
+ECHO_SO =       $(abspath $(NGX_BUILD))/objs/ngx_http_echo_module.so
 endif
 NGINX_BIN ?=    $(NGX_BUILD)/objs/nginx
+# a release after nginx's API changes of 1.23 (and an ABI other than
+# Debian 12's), from Debian's archive (trixie), for "make compat-test"
+COMPAT_NGINX =  1.26.3
+COMPAT_SHA256 = 69ee2b237744036e61d24b836668aad3040dda461fe6f570f1787eab570c75aa
+COMPAT_SRC =    $(BUILD)/nginx-$(COMPAT_NGINX)
 # Debian's nginx is built with these ("nginx -V"): binary-compatible
 CC_OPT =        -g -O2 -fstack-protector-strong -Wformat \
                 -Werror=format-security -fPIC -Wdate-time -D_FORTIFY_SOURCE=2
@@ -26,12 +40,12 @@ FUZZ_TEST_SECONDS ?= 20
 ENGINE =        sim
 BENCH_PORT ?=   21000
 MODULES_DIR ?=  /usr/lib/nginx/modules
-RUN =           NGINX_BIN=$(NGINX_BIN)
+RUN =           NGINX_BIN=$(NGINX_BIN) ECHO_MODULE=$(ECHO_SO)
 
 .PHONY: all help deps check-deps test unit-test nginx-test sim-test \
         asan-report demo install clean bench bench-feedback bench-probes \
         bench-extract bench-mend fuzz fuzz-regress fuzz-test check valgrind \
-        browser-check stress deb deb-check e2e soak FORCE
+        browser-check stress deb deb-check e2e soak compat-test FORCE
 
 ## make                 build objs/ngx_http_prefix_route_module.so
 ## make NGINX_SRC=dir   against another nginx source tree (--with-compat)
@@ -52,12 +66,29 @@ deps:
 check-deps: deps
 	@t/tools/deb-install check
 
-$(NGX_BUILD)/objs/Makefile: config | $(NGINX_SRC)/configure
+$(NGX_BUILD)/objs/Makefile: config | $(NGINX_SRC)/configure \
+                              $(if $(ECHO_CONF),$(ECHO_SRC)/config)
 	rm -rf $(NGX_BUILD) && mkdir -p $(BUILD) && cp -r $(NGINX_SRC) $(NGX_BUILD)
-	cd $(NGX_BUILD) && flags=(--with-compat --with-debug); \
+	cd $(NGX_BUILD) && flags=(--with-compat --with-debug \
+	    --with-http_v2_module --with-http_dav_module); \
 	[ -f conf_flags ] && . ./conf_flags && flags=("$${NGX_CONF_FLAGS[@]}"); \
 	./configure "$${flags[@]}" --with-cc-opt="$(CC_OPT)" \
-	    --with-ld-opt="$(LD_OPT)" --add-dynamic-module=$(CURDIR)
+	    --with-ld-opt="$(LD_OPT)" $(ECHO_CONF) --add-dynamic-module=$(CURDIR)
+
+# a source tarball from Debian's archive: pool directory, file, SHA-256
+debian_source = mkdir -p $(BUILD) && cd $(BUILD) \
+	&& curl -fsS -m 300 -o $(2).part \
+	   https://deb.debian.org/debian/pool/main/$(1)/$(2) \
+	&& echo "$(3)  $(2).part" | sha256sum -c --quiet \
+	&& tar xzf $(2).part && rm $(2).part
+
+$(ECHO_SRC)/config:
+	$(call debian_source,libn/libnginx-mod-http-echo,libnginx-mod-http-echo_$(ECHO_VERSION).orig.tar.gz,$(ECHO_SHA256))
+	touch $@
+
+$(COMPAT_SRC)/configure:
+	$(call debian_source,n/nginx,nginx_$(COMPAT_NGINX).orig.tar.gz,$(COMPAT_SHA256))
+	touch $@
 
 $(NGINX_SRC)/configure:
 	@echo "no nginx source at $(NGINX_SRC): make deps (as root) installs" \
@@ -87,8 +118,14 @@ unit-test: all $(UNIT_TESTS)
 nginx-test: all $(NGINX_BIN) $(REAL_NGINX) $(BUILD)/uptime.so
 	@$(if $(filter 1,$(ASAN)),rm -rf $(ASAN_LOG_DIR); mkdir $(ASAN_LOG_DIR))
 	TEST_NGINX_LIB=$(TEST_NGINX_LIB) TEST_NGINX_BINARY=$(NGINX_BIN) \
+	TEST_NGINX_ECHO_MODULE=$(ECHO_SO) \
 	TEST_NGINX_MODULE=$(CURDIR)/$(MODULE) t/tools/prove-check \
 	    $(BUILD)/nginx-test.log t/
+
+## make compat-test     t/ with nginx 1.26.3 built from Debian's source
+##                      (the module and the echo module built against it)
+compat-test: deps $(COMPAT_SRC)/configure
+	$(MAKE) nginx-test NGINX_SRC=$(COMPAT_SRC)
 
 sim-test:
 	bench/sim/selftest

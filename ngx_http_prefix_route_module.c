@@ -177,6 +177,8 @@ static void ngx_http_prefix_route_mend_due(ngx_http_prefix_route_index_t *idx,
     uint64_t late);
 static void ngx_http_prefix_route_each(ngx_cycle_t *cycle,
     void (*handler)(ngx_http_prefix_route_index_t *idx));
+static ngx_int_t ngx_http_prefix_route_resolves(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us);
 static ngx_int_t ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
 static size_t ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone);
@@ -231,6 +233,7 @@ static ngx_int_t ngx_http_prefix_route_add_variables(ngx_conf_t *cf);
 static ngx_int_t ngx_http_prefix_route_variable(ngx_http_request_t *r,
     ngx_http_variable_value_t *v, uintptr_t data);
 static ngx_int_t ngx_http_prefix_route_check(ngx_conf_t *cf);
+static ngx_uint_t ngx_http_prefix_route_encoded(ngx_http_upstream_t *u);
 static ngx_int_t ngx_http_prefix_route_body_filter(ngx_http_request_t *r,
     ngx_chain_t *in);
 static void ngx_http_prefix_route_feedback(ngx_http_request_t *r,
@@ -713,6 +716,50 @@ ngx_http_prefix_route_each(ngx_cycle_t *cycle,
 }
 
 
+/*
+ * nginx 1.27.3 and later resolve a server's name at run time ("server
+ * name resolve;" with a zone): round robin's peer lists then change while
+ * nginx runs, and the module's records of the servers, their slots in the
+ * zone and its scratch arrays are made from the lists read here.  Refused
+ * in both modes, shadow too (the method it watches may take "resolve").
+ * Returns NGX_ERROR after a message naming the upstream, else NGX_OK.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_resolves(ngx_conf_t *cf,
+    ngx_http_upstream_srv_conf_t *us)
+{
+#if (NGX_HTTP_UPSTREAM_ZONE) && defined(NGX_HTTP_UPSTREAM_MODIFY)
+
+    ngx_uint_t                   i;
+    ngx_http_upstream_server_t  *server;
+
+    if (us->servers == NULL) {
+        return NGX_OK;
+    }
+
+    server = us->servers->elts;
+
+    for (i = 0; i < us->servers->nelts; i++) {
+        if (server[i].host.len) {
+            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
+                          "prefix_route does not support resolving names "
+                          "at run time (\"resolve\", server \"%V\") in "
+                          "upstream \"%V\" in %s:%ui: without "
+                          "\"resolve\" the name is resolved at start "
+                          "and reload",
+                          &server[i].host, &us->host, us->file_name,
+                          us->line);
+            return NGX_ERROR;
+        }
+    }
+
+#endif
+
+    return NGX_OK;
+}
+
+
 static ngx_int_t
 ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us)
@@ -724,6 +771,10 @@ ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     ngx_http_prefix_route_srv_conf_t  *prcf;
 
     prcf = ngx_http_conf_upstream_srv_conf(us, ngx_http_prefix_route_module);
+
+    if (ngx_http_prefix_route_resolves(cf, us) != NGX_OK) {
+        return NGX_ERROR;
+    }
 
     /* shadow mode: the balancer configured before it, round robin if none */
 
@@ -2428,6 +2479,41 @@ ngx_http_prefix_route_check(ngx_conf_t *cf)
 
 
 /*
+ * Whether the engine's response has a Content-Encoding (gzip, br...),
+ * read from the engine's own header lines: headers_out's is the client's,
+ * which nginx's gzip sets though it compresses after the body filter, and
+ * headers_in.content_encoding left nginx in 1.23.0.  Returns 1 or 0.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_encoded(ngx_http_upstream_t *u)
+{
+    ngx_uint_t        i;
+    ngx_list_part_t  *part;
+    ngx_table_elt_t  *h;
+
+    for (part = &u->headers_in.headers.part; part != NULL; part = part->next) {
+        h = part->elts;
+
+        for (i = 0; i < part->nelts; i++) {
+            if (h[i].hash != 0
+                && h[i].value.len != 0
+                && h[i].key.len == sizeof("Content-Encoding") - 1
+                && ngx_strncasecmp(h[i].key.data,
+                                   (u_char *) "Content-Encoding",
+                                   sizeof("Content-Encoding") - 1)
+                   == 0)
+            {
+                return 1;
+            }
+        }
+    }
+
+    return 0;
+}
+
+
+/*
  * A prefix_route response as it passes.  Its first bytes end the
  * request's prefill: a streamed answer begins when the engine's prefill of
  * the prompt is over, so the request's prefill work leaves its server's
@@ -2499,8 +2585,6 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
         ctx->read = 1;
 
         /*
-         * the engine's encoding, not the client's: nginx's own gzip sets
-         * headers_out.content_encoding, but compresses after this filter;
          * a batch's answers each count one prompt or sequence (SGLang's
          * and llama.cpp's native APIs), not the prompt the index matched
          */
@@ -2509,8 +2593,7 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
             || ctx->batch
             || r->upstream == NULL
             || !ngx_http_prefix_route_2xx(r->headers_out.status)
-            || (r->upstream->headers_in.content_encoding != NULL
-                && r->upstream->headers_in.content_encoding->value.len))
+            || ngx_http_prefix_route_encoded(r->upstream))
         {
             return ngx_http_next_body_filter(r, in);
         }

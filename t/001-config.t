@@ -340,6 +340,8 @@ upstream llm {
 
 === TEST 32: keepalive before prefix_route is an error
 Replacing the balancer keepalive wraps would turn keepalive off silently.
+From nginx 1.29.7 on keepalive wraps it later, in any order (TEST 71).
+--- skip_nginx: 2: >= 1.29.7
 --- http_config
 upstream llm {
     keepalive 4;
@@ -785,3 +787,59 @@ invalid max_errors "max_errors=1001", it must be a number from 1 to 1000, or "of
 --- must_die
 --- error_log
 duplicate parameter "max_errors=3"
+
+
+
+=== TEST 71: from nginx 1.29.7 on, keepalive before prefix_route is accepted
+There keepalive is on by default and wraps every upstream's balancer once
+the whole configuration is read, whatever the order: the prompt is routed
+by prefix_route (MISS, then HIT) through a keepalive upstream.
+--- skip_nginx: 10: < 1.29.7
+--- http_config eval
+my $u = ::upstream(1, 2);
+$u =~ s/(upstream llm \{\n)/$1    keepalive 4;\n/;
+$u . ::backends(1, 2)
+--- config eval
+::proxy(add => "proxy_http_version 1.1;\n    proxy_set_header Connection \"\";")
+--- request eval
+my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("Say it again. " x 30) . "\"}";
+[$req, $req]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+"]
+
+
+
+=== TEST 72: from nginx 1.27.3 on, a server whose name is resolved at run time is an error
+With "resolve" round robin's server lists change while nginx runs, and
+prefix_route's records of the servers are made when the configuration is
+read.  The name must not be an address ("127.0.0.1 resolve" is a plain
+server).
+--- skip_nginx: 2: < 1.27.3
+--- http_config
+resolver 127.0.0.1:1 valid=1s;
+upstream llm {
+    zone llm_peers 64k;
+    prefix_route zone=llm:1m;
+    server localhost:1 resolve;
+}
+--- must_die
+--- error_log
+prefix_route does not support resolving names at run time ("resolve", server "localhost") in upstream "llm"
+
+
+
+=== TEST 73: the same in shadow mode, where the method watched would take "resolve"
+least_conn accepts "resolve" from nginx 1.27.3 on; prefix_route watching
+it keeps a record per server all the same.
+--- skip_nginx: 2: < 1.27.3
+--- http_config
+resolver 127.0.0.1:1 valid=1s;
+upstream llm {
+    zone llm_peers 64k;
+    least_conn;
+    prefix_route zone=llm:1m shadow;
+    server localhost:1 resolve;
+}
+--- must_die
+--- error_log
+prefix_route does not support resolving names at run time ("resolve", server "localhost") in upstream "llm"

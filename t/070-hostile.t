@@ -672,11 +672,12 @@ Content-Length bodies in 3 packets 200 ms apart (20 ms were not enough
 under valgrind on a loaded machine: nginx read the whole body at once):
 the chat body, and the same cut at 400 bytes, both BYPASS without being
 read (the "still being read" line, not "not JSON").  The chat body chunked, in packets the same
-way, with the default proxy_http_version 1.0: nginx cannot stream a
-chunked body to an HTTP/1.0 upstream, so it buffers it, and the body is
-routed: MISS.
+way, with proxy_http_version 1.0 (the default before nginx 1.29.7): nginx
+cannot stream a chunked body to an HTTP/1.0 upstream, so it buffers it,
+and the body is routed: MISS.
 --- config
 proxy_request_buffering off;
+proxy_http_version 1.0;
 --- request eval
 my $slow = sub {
     my @p = unpack '(a250)*', shift;

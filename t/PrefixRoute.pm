@@ -37,9 +37,11 @@ our %EXPORT_TAGS = (prompts => [@EXPORT_OK]);
 our $FixedPort;
 
 # --- main_config: the module, and the echo module for slow backends and
-# concurrent subrequests
+# concurrent subrequests (TEST_NGINX_ECHO_MODULE, else Debian's)
 our $LoadModule = "load_module \$TEST_NGINX_MODULE;\n";
-our $LoadEcho = "load_module /usr/lib/nginx/modules/ngx_http_echo_module.so;\n";
+our $LoadEcho = "load_module "
+    . ($ENV{TEST_NGINX_ECHO_MODULE}
+       || "/usr/lib/nginx/modules/ngx_http_echo_module.so") . ";\n";
 
 # --- no_error_log of a block that expects a quiet error.log
 our $NoErrorLog = "[error]\n[alert]\n[crit]\n";

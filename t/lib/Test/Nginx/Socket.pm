@@ -57,7 +57,7 @@ or eval array, one per request), timeout, error_code, response_headers
 response_body, response_body_like, response_body_unlike,
 response_body_filters (eval: subroutine references, one list per request
 or one for all), error_log, no_error_log, access_log, no_access_log,
-must_die; plus ONLY, SKIP and
+must_die, skip_nginx (one condition); plus ONLY, SKIP and
 LAST from Test::Base. Like the real one, a block without --- config takes
 the previous block's nginx, and the first block with none bails out.
 
@@ -105,7 +105,7 @@ client waits TEST_NGINX_VALGRIND_SLOWDOWN (10) times longer for a response
 =over
 
 =item * Not supported: pipelined_requests, curl, http2/http3, stap, tcp_*/udp_*
-servers, grep_error_log, shutdown_error_log, skip_nginx/skip_eval/todo and the
+servers, grep_error_log, shutdown_error_log, skip_nginx2/skip_eval/todo and the
 check-leak and benchmark modes. The valgrind mode differs: see above.
 
 =item * A block whose nginx fails to start (or fails a HUP reload) gets one
@@ -644,9 +644,33 @@ sub run_requests ($$) {
 
 my $FirstBlock = 1;
 
+# --- skip_nginx "N: op version": whether to skip the block's N tests
+sub skip_nginx ($) {
+    my $block = shift;
+    my $cond = $block->skip_nginx;
+    return 0 unless defined $cond;
+    my ($n, $op, $v) =
+        $cond =~ /^\s*(\d+)\s*:\s*(<=|>=|<|>)\s*(\d+(?:\.\d+)*)\s*$/
+        or bail_out($block->name . " - bad skip_nginx: $cond");
+    my @a = split /\./, $NginxVersion;
+    my @b = split /\./, $v;
+    my $cmp = 0;
+    for my $i (0 .. 2) {
+        $cmp ||= ($a[$i] // 0) <=> ($b[$i] // 0);
+    }
+    my $skip = $op eq '<' ? $cmp < 0 : $op eq '<=' ? $cmp <= 0
+             : $op eq '>' ? $cmp > 0 : $cmp >= 0;
+    return 0 unless $skip;
+  SKIP: {
+        skip($block->name . " - nginx $NginxVersion $op $v", $n);
+    }
+    return 1;
+}
+
 sub run_block ($) {
     my $block = shift;
     my $name = $block->name;
+    return if skip_nginx($block);
     reset_rand_ports();
     my $config = expand_env($block->config, $name);
     my $must_die = $block->must_die;

@@ -27,6 +27,7 @@ our @EXPORT = qw(
     $RepeatEach $LogLevel $UseHup $NoShuffle $Timeout $Sleep
     @BlockPreprocessors
     $UseValgrind $ValgrindLogDir $ValgrindSlowdown $NginxStatus
+    $NginxVersion
 
     repeat_each workers worker_connections log_level timeout master_on
     no_shuffle no_root_location use_hup server_port server_root html_dir
@@ -95,6 +96,7 @@ sub send_raw ($$$);
 
 our $ConfigVersion = '';    # answered by GET /ver in HUP mode
 our %WithoutModules;        # "--without-http_xxx_module" flags of the binary
+our $NginxVersion = '';     # the binary's version, "1.22.1"
 my %RandPorts;
 
 sub repeat_each (@)  { $RepeatEach = shift if @_; $RepeatEach }
@@ -175,6 +177,7 @@ sub check_nginx_binary () {
                  . ($out // $!));
     }
     %WithoutModules = map { $_ => 1 } $out =~ /--without-(http_\w+?)_module/g;
+    ($NginxVersion) = $out =~ m{nginx version: \S+?/(\d+(?:\.\d+)*)};
     return $out;
 }
 
