@@ -11,7 +11,8 @@ MODULE =        objs/ngx_http_prefix_route_module.so
 # one configured copy of each nginx source tree used
 NGX_BUILD =     $(BUILD)/nginx$(subst /,-,$(abspath $(NGINX_SRC)))
 # the tests' echo module: Debian's, or with another tree built from
-# Debian's source of it (a module loads only into its own nginx version)
+# Debian's source of it in a copy of its own (a module loads only into
+# its own nginx version; building the module alone needs no download)
 ECHO_VERSION =  0.63
 ECHO_SHA256 =   d83689f095fdce67b86c1f734ae71c53cb57e43912dcd6455e9ddd715c9c2c20
 ECHO_SRC =      $(BUILD)/libnginx-mod-http-echo-$(ECHO_VERSION)
@@ -19,10 +20,12 @@ ifeq ($(abspath $(NGINX_SRC)),$(DEBIAN_SRC))
 NGINX_BIN ?=    /usr/sbin/nginx
 ECHO_SO =       /usr/lib/nginx/modules/ngx_http_echo_module.so
 else
-ECHO_CONF =     --add-dynamic-module=$(abspath $(ECHO_SRC))
-ECHO_SO =       $(abspath $(NGX_BUILD))/objs/ngx_http_echo_module.so
+ECHO_BUILD =    $(NGX_BUILD)-echo
+ECHO_SO =       $(abspath $(ECHO_BUILD))/objs/ngx_http_echo_module.so
 endif
 NGINX_BIN ?=    $(NGX_BUILD)/objs/nginx
+# what the tests need built before they run: the echo module of another tree
+ECHO_BUILT =    $(if $(ECHO_BUILD),$(ECHO_BUILD)/objs/ngx_http_echo_module.so)
 # a release after nginx's API changes of 1.23 (and an ABI other than
 # Debian 12's), from Debian's archive (trixie), for "make compat-test"
 COMPAT_NGINX =  1.26.3
@@ -66,14 +69,25 @@ deps:
 check-deps: deps
 	@t/tools/deb-install check
 
-$(NGX_BUILD)/objs/Makefile: config | $(NGINX_SRC)/configure \
-                              $(if $(ECHO_CONF),$(ECHO_SRC)/config)
+$(NGX_BUILD)/objs/Makefile: config | $(NGINX_SRC)/configure
 	rm -rf $(NGX_BUILD) && mkdir -p $(BUILD) && cp -r $(NGINX_SRC) $(NGX_BUILD)
 	cd $(NGX_BUILD) && flags=(--with-compat --with-debug \
-	    --with-http_v2_module --with-http_dav_module); \
+	    --with-http_v2_module --with-http_dav_module \
+	    --with-http_stub_status_module); \
 	[ -f conf_flags ] && . ./conf_flags && flags=("$${NGX_CONF_FLAGS[@]}"); \
 	./configure "$${flags[@]}" --with-cc-opt="$(CC_OPT)" \
-	    --with-ld-opt="$(LD_OPT)" $(ECHO_CONF) --add-dynamic-module=$(CURDIR)
+	    --with-ld-opt="$(LD_OPT)" --add-dynamic-module=$(CURDIR)
+
+ifdef ECHO_BUILD
+# --with-compat: loads into the nginx built from $(NGX_BUILD)
+$(ECHO_BUILT): | $(NGINX_SRC)/configure $(ECHO_SRC)/config
+	rm -rf $(ECHO_BUILD) && mkdir -p $(BUILD) \
+	&& cp -r $(NGINX_SRC) $(ECHO_BUILD)
+	cd $(ECHO_BUILD) && ./configure --with-compat \
+	    --with-cc-opt="$(CC_OPT)" --with-ld-opt="$(LD_OPT)" \
+	    --add-dynamic-module=$(abspath $(ECHO_SRC)) > configure.log
+	$(MAKE) -C $(ECHO_BUILD) -f objs/Makefile modules
+endif
 
 # a source tarball from Debian's archive: pool directory, file, SHA-256
 debian_source = mkdir -p $(BUILD) && cd $(BUILD) \
@@ -90,9 +104,11 @@ $(COMPAT_SRC)/configure:
 	$(call debian_source,n/nginx,nginx_$(COMPAT_NGINX).orig.tar.gz,$(COMPAT_SHA256))
 	touch $@
 
+ifneq ($(abspath $(NGINX_SRC)),$(abspath $(COMPAT_SRC)))
 $(NGINX_SRC)/configure:
 	@echo "no nginx source at $(NGINX_SRC): make deps (as root) installs" \
 	      "nginx-dev, or give NGINX_SRC=dir"; exit 1
+endif
 
 # nginx's build is incremental; the module is replaced by rename, never
 # rewritten under an nginx that has it loaded
@@ -115,7 +131,7 @@ unit-test: all $(UNIT_TESTS)
 	@test -n "$(UNIT_TESTS)" || { echo "no unit tests found"; exit 1; }
 	t/tools/prove-check $(BUILD)/unit.log --exec '' $(UNIT_TESTS)
 
-nginx-test: all $(NGINX_BIN) $(REAL_NGINX) $(BUILD)/uptime.so
+nginx-test: all $(NGINX_BIN) $(REAL_NGINX) $(BUILD)/uptime.so $(ECHO_BUILT)
 	@$(if $(filter 1,$(ASAN)),rm -rf $(ASAN_LOG_DIR); mkdir $(ASAN_LOG_DIR))
 	TEST_NGINX_LIB=$(TEST_NGINX_LIB) TEST_NGINX_BINARY=$(NGINX_BIN) \
 	TEST_NGINX_ECHO_MODULE=$(ECHO_SO) \
@@ -145,9 +161,13 @@ demo: deps all $(if $(filter llama,$(ENGINE)),$(NGINX_BIN))
 	esac
 
 ## make install         the module into $(DESTDIR)/usr/lib/nginx/modules
+##                      (built again for NGINX_SRC: give the build's)
 install: all
 	install -d $(DESTDIR)$(MODULES_DIR)
 	install -m 644 $(MODULE) $(DESTDIR)$(MODULES_DIR)/
+	@echo "installed the module built for nginx" $$(sed -n \
+	    's/^#define NGINX_VERSION *"\(.*\)"/\1/p' $(NGINX_SRC)/src/core/nginx.h) \
+	    "($(NGINX_SRC)) into $(DESTDIR)$(MODULES_DIR)"
 
 ## make clean           remove build/ and objs/
 clean:
@@ -190,7 +210,7 @@ fuzz fuzz-regress fuzz-test: all deps $(FUZZ_BIN)
 check: fuzz valgrind browser-check stress deb-check e2e
 
 ##   make valgrind      t/ with nginx under valgrind memcheck, ~3 min
-valgrind: all $(NGINX_BIN) $(BUILD)/uptime.so check-deps
+valgrind: all $(NGINX_BIN) $(BUILD)/uptime.so $(ECHO_BUILT) check-deps
 	@[ "$(ASAN)" != 1 ] || { echo "valgrind and ASAN=1 do not mix"; exit 1; }
 	t/tools/valgrind-suite $(NGINX_BIN) $(CURDIR)/$(MODULE) \
 	    $(CURDIR)/$(BUILD)/valgrind
@@ -201,7 +221,7 @@ browser-check: all $(NGINX_BIN) check-deps
 
 ##   make stress        t/stress/: pressure, reloads, kills, ~10 min
 ##                      (STRESS="reload worker-kill": some of them)
-stress: all $(NGINX_BIN) check-deps
+stress: all $(NGINX_BIN) $(ECHO_BUILT) check-deps
 	$(RUN) t/stress/run $(CURDIR)/$(MODULE) $(STRESS)
 
 ##   make deb-check     make deb, install it, nginx -t with it, purge it
