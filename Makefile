@@ -48,7 +48,8 @@ RUN =           NGINX_BIN=$(NGINX_BIN) ECHO_MODULE=$(ECHO_SO)
 .PHONY: all help deps check-deps test unit-test nginx-test sim-test \
         asan-report demo install clean bench bench-feedback bench-probes \
         bench-extract bench-mend fuzz fuzz-regress fuzz-test check valgrind \
-        browser-check stress deb deb-check e2e soak compat-test FORCE
+        browser-check stress deb deb-check e2e soak compat-test \
+        compat-sources FORCE
 
 ## make                 build objs/ngx_http_prefix_route_module.so
 ## make NGINX_SRC=dir   against another nginx source tree (--with-compat)
@@ -140,8 +141,11 @@ nginx-test: all $(NGINX_BIN) $(REAL_NGINX) $(BUILD)/uptime.so $(ECHO_BUILT)
 
 ## make compat-test     t/ with nginx 1.26.3 built from Debian's source
 ##                      (the module and the echo module built against it)
-compat-test: deps $(COMPAT_SRC)/configure
+compat-test: deps compat-sources
 	$(MAKE) nginx-test NGINX_SRC=$(COMPAT_SRC)
+
+# the two downloads of compat-test, apart: CI tells a network failure
+compat-sources: $(COMPAT_SRC)/configure $(ECHO_SRC)/config
 
 sim-test:
 	bench/sim/selftest
