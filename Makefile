@@ -216,6 +216,7 @@ check: fuzz valgrind browser-check stress deb-check e2e
 ##   make valgrind      t/ with nginx under valgrind memcheck, ~3 min
 valgrind: all $(NGINX_BIN) $(BUILD)/uptime.so $(ECHO_BUILT) check-deps
 	@[ "$(ASAN)" != 1 ] || { echo "valgrind and ASAN=1 do not mix"; exit 1; }
+	TEST_NGINX_ECHO_MODULE=$(ECHO_SO) \
 	t/tools/valgrind-suite $(NGINX_BIN) $(CURDIR)/$(MODULE) \
 	    $(CURDIR)/$(BUILD)/valgrind
 
