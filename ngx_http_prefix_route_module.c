@@ -166,6 +166,25 @@ typedef struct {
 } ngx_http_prefix_route_ctx_t;
 
 
+/*
+ * With "resolve": 1 while the request's lists are those it began with
+ * (else round robin's rule makes it busy: its tried servers were numbered
+ * in other lists) and this worker's view follows them (else no memory
+ * was left to make it: round robin alone).  The config counter only
+ * grows, so a view made for the request's lists is current while they
+ * are.  The caller holds the peers lock.
+ */
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+#define ngx_http_prefix_route_changed(ctx)                                    \
+    ((ctx)->conf->resolve && (ctx)->rrp.config != *(ctx)->rrp.peers->config)
+#define ngx_http_prefix_route_current(ctx)                                    \
+    (!(ctx)->conf->resolve || (ctx)->conf->config == (ctx)->rrp.config)
+#else
+#define ngx_http_prefix_route_changed(ctx)  0
+#define ngx_http_prefix_route_current(ctx)  1
+#endif
+
+
 static ngx_int_t ngx_http_prefix_route_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_prefix_route_init_process(ngx_cycle_t *cycle);
 static void ngx_http_prefix_route_exit_process(ngx_cycle_t *cycle);
@@ -186,6 +205,12 @@ static void ngx_http_prefix_route_capacity(
     ngx_http_prefix_route_srv_conf_t *prcf);
 static ngx_int_t ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
+static void ngx_http_prefix_route_place(
+    ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_upstream_rr_peers_t *peers);
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+static void ngx_http_prefix_route_unfollow(void *data);
+#endif
 static void ngx_http_prefix_route_repeated(
     ngx_http_prefix_route_peer_t **shared, ngx_uint_t *pos, ngx_uint_t *held,
     ngx_uint_t n);
@@ -719,39 +744,46 @@ ngx_http_prefix_route_each(ngx_cycle_t *cycle,
 /*
  * nginx 1.27.3 and later resolve a server's name at run time ("server
  * name resolve;" with a zone): round robin's peer lists then change while
- * nginx runs, and the module's records of the servers, their slots in the
- * zone and its scratch arrays are made from the lists read here.  Refused
- * in both modes, shadow too (the method it watches may take "resolve").
- * Returns NGX_ERROR after a message naming the upstream, else NGX_OK.
+ * nginx runs, and each worker's view of them follows
+ * (ngx_http_prefix_route_follow()).  Engine probes poll the servers read
+ * here, so they are refused with such a server.  Returns NGX_ERROR after
+ * a message naming the server and the upstream, else NGX_OK.
  */
 
 static ngx_int_t
 ngx_http_prefix_route_resolves(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us)
 {
-#if (NGX_HTTP_UPSTREAM_ZONE) && defined(NGX_HTTP_UPSTREAM_MODIFY)
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
 
-    ngx_uint_t                   i;
-    ngx_http_upstream_server_t  *server;
+    ngx_uint_t                         i;
+    ngx_http_upstream_server_t        *server;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
 
     if (us->servers == NULL) {
         return NGX_OK;
     }
 
+    prcf = ngx_http_conf_upstream_srv_conf(us, ngx_http_prefix_route_module);
     server = us->servers->elts;
 
     for (i = 0; i < us->servers->nelts; i++) {
-        if (server[i].host.len) {
+
+        if (server[i].host.len == 0) {
+            continue;
+        }
+
+        if (prcf->probe.interval) {
             ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "prefix_route does not support resolving names "
-                          "at run time (\"resolve\", server \"%V\") in "
-                          "upstream \"%V\" in %s:%ui: without "
-                          "\"resolve\" the name is resolved at start "
-                          "and reload",
-                          &server[i].host, &us->host, us->file_name,
-                          us->line);
+                          "\"prefix_route_probe\" does not support "
+                          "servers that resolve their names at run time "
+                          "(\"resolve\", server \"%V\") in upstream "
+                          "\"%V\" in %s:%ui", &server[i].host, &us->host,
+                          us->file_name, us->line);
             return NGX_ERROR;
         }
+
+        prcf->resolve = 1;
     }
 
 #endif
@@ -1076,16 +1108,6 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         if (prcf->vpos == NULL) {
             return NGX_ERROR;
         }
-
-        for (i = 0; i <= prcf->npos; i++) {
-            prcf->vpos[i] = prcf->peers->number;
-        }
-
-        for (i = prcf->peers->number; i > 0; i--) {
-            if (prcf->vshared[i - 1] != NULL) {
-                prcf->vpos[prcf->vshared[i - 1]->slot] = i - 1;
-            }
-        }
     }
 
     for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
@@ -1095,14 +1117,53 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         if (prcf->pos[b] == NULL) {
             return NGX_ERROR;
         }
+    }
+
+    ngx_http_prefix_route_place(prcf, prcf->peers);
+
+    return NGX_OK;
+}
+
+
+/*
+ * Fills the view's positions by peer slot from its records: each list's
+ * position of a slot (pos, and vpos in shadow mode) is that of the first
+ * server line with its address, the list's size where none has it; and
+ * counts the lines that repeat an earlier address.  pos[] and vpos[] have
+ * room for prcf->npos + 1 slots.
+ */
+
+static void
+ngx_http_prefix_route_place(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_upstream_rr_peers_t *peers)
+{
+    ngx_uint_t                     b, i;
+    ngx_http_upstream_rr_peers_t  *list;
+
+    prcf->number[0] = peers->number;
+    prcf->number[1] = peers->next ? peers->next->number : 0;
+
+    if (prcf->shadow) {
+        for (i = 0; i <= prcf->npos; i++) {
+            prcf->vpos[i] = peers->number;
+        }
+
+        for (i = peers->number; i > 0; i--) {
+            if (prcf->vshared[i - 1] != NULL) {
+                prcf->vpos[prcf->vshared[i - 1]->slot] = i - 1;
+            }
+        }
+    }
+
+    for (b = 0, list = peers; list != NULL; b++, list = list->next) {
 
         for (i = 0; i <= prcf->npos; i++) {
-            prcf->pos[b][i] = peers->number;
+            prcf->pos[b][i] = list->number;
         }
 
         /* backwards: the first line of an address is its position */
 
-        for (i = peers->number; i > 0; i--) {
+        for (i = list->number; i > 0; i--) {
             if (prcf->shared[b][i - 1] != NULL) {
                 prcf->pos[b][prcf->shared[b][i - 1]->slot] = i - 1;
             }
@@ -1111,15 +1172,210 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     prcf->repeats = 0;
 
-    for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
-    {
-        for (i = 0; i < peers->number; i++) {
+    for (b = 0, list = peers; list != NULL; b++, list = list->next) {
+        for (i = 0; i < list->number; i++) {
             prcf->repeats += ngx_http_prefix_route_repeat(prcf, b, i);
         }
     }
+}
+
+
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+
+/*
+ * "server name resolve" (nginx 1.27.3+): round robin's lists in the
+ * upstream's zone ("peers", the primary one, and its backups) change
+ * while nginx runs, counted by *peers->config.  When the count moved,
+ * this worker's view of the servers is made again, as nginx's hash
+ * method makes its points again: each server's record in the zone, found
+ * by its address (peer->name) or made (a server the zone has no room for
+ * is balanced by load only), the hashes of the names that rank them,
+ * the positions by peer slot and a balancer call's scratch.  A server
+ * that left the lists keeps its record and its blocks, which age out of
+ * the index as capacity and memory need (docs/design.md, "nginx
+ * versions").  The caller holds the peers lock.  Returns NGX_OK, or
+ * NGX_ERROR when no memory is left for the view: it stays as it was, and
+ * the caller balances by round robin.
+ */
+
+ngx_int_t
+ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_upstream_rr_peers_t *peers)
+{
+    u_char                          *p, *last;
+    u_char                           shadow[sizeof("shadow of ") - 1
+                                            + NGX_SOCKADDR_STRLEN];
+    size_t                           size;
+    ngx_str_t                        name;
+    ngx_uint_t                       b, i, n, room, roomless, reused,
+                                     capacity;
+    ngx_http_upstream_rr_peer_t     *peer;
+    ngx_http_upstream_rr_peers_t    *list;
+    ngx_pool_cleanup_t              *cln;
+    ngx_http_prefix_route_peer_t    *sp;
+    ngx_http_prefix_route_index_t   *idx;
+
+    if (!prcf->resolve || prcf->config == *peers->config) {
+        return NGX_OK;
+    }
+
+    n = 1;
+
+    for (list = peers; list != NULL; list = list->next) {
+        n = ngx_max(n, list->number);
+    }
+
+    /*
+     * the positions by slot: room for every slot a zone has, once, freed
+     * with the worker's configuration, as the arrays below
+     */
+
+    if (prcf->view_pos == NULL) {
+        cln = ngx_pool_cleanup_add(prcf->cycle->pool, 0);
+        if (cln == NULL) {
+            return NGX_ERROR;
+        }
+
+        p = ngx_alloc(3 * (NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS + 1)
+                      * sizeof(ngx_uint_t), ngx_cycle->log);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        prcf->view_pos = p;
+
+        cln->handler = ngx_http_prefix_route_unfollow;
+        cln->data = prcf;
+    }
+
+    /* the arrays by position, made larger as the lists grow */
+
+    if (n > prcf->room) {
+        room = ngx_max(n, 2 * prcf->room);
+        size = room * (2 * sizeof(uint64_t)
+                       + sizeof(ngx_http_prefix_route_candidate_t)
+                       + 3 * sizeof(ngx_http_prefix_route_peer_t *)
+                       + 2 * sizeof(ngx_uint_t));
+
+        p = ngx_alloc(size, ngx_cycle->log);
+        if (p == NULL) {
+            return NGX_ERROR;
+        }
+
+        ngx_free(prcf->view);
+
+        prcf->view = p;
+        prcf->room = room;
+
+        prcf->id[0] = (uint64_t *) p;
+        prcf->id[1] = prcf->id[0] + room;
+        prcf->cand = (ngx_http_prefix_route_candidate_t *)
+                         (prcf->id[1] + room);
+        prcf->shared[0] = (ngx_http_prefix_route_peer_t **)
+                              (prcf->cand + room);
+        prcf->shared[1] = prcf->shared[0] + room;
+        prcf->vshared = prcf->shared[1] + room;
+        prcf->held = (ngx_uint_t *) (prcf->vshared + room);
+        prcf->vheld = prcf->held + room;
+    }
+
+    prcf->pos[0] = prcf->view_pos;
+    prcf->pos[1] = prcf->pos[0] + NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS + 1;
+
+    if (prcf->shadow) {
+        prcf->vpos = prcf->pos[1] + NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS + 1;
+    }
+
+    /* what needs no zone: the ranks' hashes */
+
+    for (b = 0, list = peers; list != NULL; b++, list = list->next) {
+        for (peer = list->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+            prcf->id[b][i] = ngx_http_prefix_route_hash(peer->name.data,
+                                                        peer->name.len, 0);
+        }
+    }
+
+    idx = &prcf->index;
+    capacity = prcf->capacity / prcf->block;
+    roomless = 0;
+    reused = 0;
+
+    ngx_shmtx_lock(&idx->shpool->mutex);
+
+    for (b = 0, list = peers; list != NULL; b++, list = list->next) {
+        for (peer = list->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+
+            /* 0: no record is reused here, only in the master's reload */
+
+            sp = ngx_http_prefix_route_index_peer(idx, &peer->name, 0,
+                                                  &reused);
+            prcf->shared[b][i] = sp;
+
+            if (b == 0) {
+                prcf->vshared[i] = NULL;
+            }
+
+            if (sp == NULL) {
+                roomless++;
+                continue;
+            }
+
+            ngx_http_prefix_route_index_capacity(idx, sp, capacity);
+
+            if (b != 0 || !prcf->shadow) {
+                continue;
+            }
+
+            /* shadow mode: the record of its would-be placements */
+
+            last = ngx_snprintf(shadow, sizeof(shadow), "shadow of %V",
+                                &peer->name);
+            name.data = shadow;
+            name.len = last - shadow;
+
+            prcf->vshared[i] = ngx_http_prefix_route_index_peer(idx, &name,
+                                                                0, &reused);
+            if (prcf->vshared[i] != NULL) {
+                ngx_http_prefix_route_index_capacity(idx, prcf->vshared[i],
+                                                     capacity);
+            }
+        }
+    }
+
+    prcf->npos = idx->sh->npeers;
+
+    ngx_shmtx_unlock(&idx->shpool->mutex);
+
+    ngx_http_prefix_route_place(prcf, peers);
+
+    prcf->config = *peers->config;
+
+    if (roomless) {
+        ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                      "prefix_route zone \"%V\" has no room for %ui "
+                      "server(s) of upstream \"%V\": they are balanced by "
+                      "load only", &prcf->shm_zone->shm.name, roomless,
+                      peers->name);
+    }
+
+    ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
+                   "prefix_route: upstream \"%V\" now has %ui + %ui servers",
+                   peers->name, prcf->number[0], prcf->number[1]);
 
     return NGX_OK;
 }
+
+
+static void
+ngx_http_prefix_route_unfollow(void *data)
+{
+    ngx_http_prefix_route_srv_conf_t  *prcf = data;
+
+    ngx_free(prcf->view);
+    ngx_free(prcf->view_pos);
+}
+
+#endif
 
 
 ngx_uint_t
@@ -1135,7 +1391,7 @@ ngx_http_prefix_route_repeat(ngx_http_prefix_route_srv_conf_t *prcf,
     slot = prcf->shared[b][i]->slot;
 
     return prcf->pos[b][slot] != i
-           || (b == 1 && prcf->pos[0][slot] < prcf->peers->number);
+           || (b == 1 && prcf->pos[0][slot] < prcf->number[0]);
 }
 
 
@@ -1162,8 +1418,9 @@ static ngx_int_t
 ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us)
 {
-    ngx_pool_cleanup_t           *cln;
-    ngx_http_prefix_route_ctx_t  *ctx;
+    ngx_pool_cleanup_t            *cln;
+    ngx_http_prefix_route_ctx_t   *ctx;
+    ngx_http_upstream_rr_peers_t  *peers;
 
     ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_prefix_route_ctx_t));
     if (ctx == NULL) {
@@ -1178,6 +1435,16 @@ ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
 
     ctx->conf = ngx_http_conf_upstream_srv_conf(us,
                                                 ngx_http_prefix_route_module);
+
+    /* a view that cannot follow (no memory) sends it to round robin */
+
+    if (ctx->conf->resolve) {
+        peers = us->peer.data;
+
+        ngx_http_upstream_rr_peers_rlock(peers);
+        (void) ngx_http_prefix_route_follow(ctx->conf, peers);
+        ngx_http_upstream_rr_peers_unlock(peers);
+    }
 
     if (ctx->conf->shadow) {
 
@@ -1390,6 +1657,17 @@ ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc, void *data)
 
     ngx_http_upstream_rr_peers_wlock(peers);
 
+    if (ngx_http_prefix_route_changed(ctx)) {
+        ngx_http_prefix_route_no_server(ctx);
+        goto busy;
+    }
+
+    if (!ngx_http_prefix_route_current(ctx)) {
+        ngx_http_upstream_rr_peers_unlock(peers);
+        ctx->status = NGX_HTTP_PREFIX_ROUTE_BYPASS;
+        return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
+    }
+
     best = ngx_http_prefix_route_pick(ctx, peers, -1, &i);
 
     if (best == NULL) {
@@ -1412,6 +1690,11 @@ ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc, void *data)
     pc->name = &best->name;
 
     best->conns++;
+
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+    /* round robin's free unrefs it: a server resolved away waits for it */
+    ngx_http_upstream_rr_peer_ref(peers, best);
+#endif
 
     ngx_http_upstream_rr_peers_unlock(peers);
 
@@ -1442,6 +1725,8 @@ failed:
 
         ngx_http_upstream_rr_peers_wlock(peers);
     }
+
+busy:
 
     ngx_http_upstream_rr_peers_unlock(peers);
 
@@ -1488,6 +1773,15 @@ ngx_http_prefix_route_round_robin(ngx_peer_connection_t *pc,
     now = ngx_time();
 
     ngx_http_upstream_rr_peers_rlock(peers);
+
+    /* round robin itself is busy with lists changed since */
+
+    if (ngx_http_prefix_route_changed(ctx)
+        || !ngx_http_prefix_route_current(ctx))
+    {
+        ngx_http_upstream_rr_peers_unlock(peers);
+        return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
+    }
 
     passed = ngx_http_prefix_route_passed(ctx, ctx->backup, peers, now);
 
@@ -1601,6 +1895,15 @@ ngx_http_prefix_route_shadow_get(ngx_peer_connection_t *pc,
     for (b = 0, peers = ctx->rrp.peers; peers != NULL; b++, peers = peers->next)
     {
         ngx_http_upstream_rr_peers_wlock(peers);
+
+        /* lists changed meanwhile: the choice is not followed */
+
+        if (ngx_http_prefix_route_changed(ctx)
+            || !ngx_http_prefix_route_current(ctx))
+        {
+            ngx_http_upstream_rr_peers_unlock(peers);
+            return rc;
+        }
 
         for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
 
@@ -3460,7 +3763,11 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
                   |NGX_HTTP_UPSTREAM_MAX_FAILS
                   |NGX_HTTP_UPSTREAM_FAIL_TIMEOUT
                   |NGX_HTTP_UPSTREAM_DOWN
-                  |NGX_HTTP_UPSTREAM_BACKUP;
+                  |NGX_HTTP_UPSTREAM_BACKUP
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+                  |NGX_HTTP_UPSTREAM_MODIFY
+#endif
+                  ;
 
     return NGX_CONF_OK;
 }

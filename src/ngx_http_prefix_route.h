@@ -25,6 +25,18 @@
 #define NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT  2
 
 
+/*
+ * nginx 1.27.3 and later resolve a server's name while they run ("server
+ * name resolve" with a "zone"): round robin's lists then change, counted
+ * by *peers->config
+ */
+#if (NGX_HTTP_UPSTREAM_ZONE) && defined(NGX_HTTP_UPSTREAM_MODIFY)
+#define NGX_HTTP_PREFIX_ROUTE_RESOLVE  1
+#else
+#define NGX_HTTP_PREFIX_ROUTE_RESOLVE  0
+#endif
+
+
 /* prefix_route_probe: the engines' metrics pages, ..._probe.c */
 typedef struct {
     ngx_str_t                           uri;         /* uri= */
@@ -70,8 +82,27 @@ typedef struct {
                                                         over; 0: off */
     ngx_http_prefix_route_probe_conf_t  probe;       /* prefix_route_probe */
 
-    /* per server of the upstream: [0] primary, [1] backup, in list order */
+    /*
+     * per server of the upstream: [0] primary, [1] backup, in list order;
+     * with "resolve", this worker's view of the lists in the upstream's
+     * zone, remade when they change (ngx_http_prefix_route_follow())
+     */
     ngx_http_upstream_rr_peers_t       *peers;
+    ngx_uint_t                          resolve;     /* a server resolves
+                                                        its name at run
+                                                        time */
+    ngx_uint_t                          config;      /* *peers->config of
+                                                        the view */
+    ngx_uint_t                          number[2];   /* servers of each
+                                                        list in the view */
+    ngx_uint_t                          room;        /* positions the view
+                                                        has room for */
+    ngx_uint_t                          pos_room;    /* slots pos[] has
+                                                        room for */
+    void                               *view;        /* ngx_alloc()ed: the
+                                                        arrays by position,
+                                                        NULL: the pool's */
+    void                               *view_pos;    /* and by slot */
     ngx_http_prefix_route_peer_t      **shared[2];   /* records in zone */
     uint64_t                           *id[2];       /* hashes of names */
 
@@ -122,6 +153,21 @@ ngx_uint_t ngx_http_prefix_route_passed_over(
     ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_http_upstream_rr_peer_t *peer, ngx_http_prefix_route_peer_t *sp,
     time_t now);
+
+
+/*
+ * With "resolve" (nginx 1.27.3+), makes this worker's view of the servers
+ * (the arrays above) follow round robin's lists "peers" in the upstream's
+ * zone when they changed (..._module.c); the caller holds their lock.
+ * Returns NGX_OK, or NGX_ERROR when no memory was left for it (the view
+ * stays as it was).  Without "resolve" the view is the configuration's.
+ */
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+ngx_int_t ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_upstream_rr_peers_t *peers);
+#else
+#define ngx_http_prefix_route_follow(prcf, peers)  NGX_OK
+#endif
 
 
 /*

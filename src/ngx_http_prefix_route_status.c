@@ -99,7 +99,10 @@ typedef struct {
 
 
 typedef struct {
-    ngx_str_t                         *name;
+    ngx_str_t                         *name;     /* addr */
+    ngx_str_t                          addr;     /* a copy: with "resolve"
+                                                    the server may go */
+    u_char                             data[NGX_SOCKADDR_STRLEN];
     ngx_str_t                         *state;
     uint64_t                           v[NGX_HTTP_PREFIX_ROUTE_P_N];
     ngx_http_prefix_route_engine_stat_t  engine;
@@ -128,6 +131,9 @@ typedef struct {
 
 static ngx_int_t ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
     ngx_array_t *stats, size_t *size);
+static ngx_int_t ngx_http_prefix_route_status_room(ngx_http_request_t *r,
+    ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_upstream_rr_peers_t *peers, ngx_http_prefix_route_stat_t *st);
 static void ngx_http_prefix_route_status_peers(
     ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_http_upstream_rr_peers_t *peers, ngx_http_prefix_route_stat_t *st,
@@ -439,17 +445,26 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
             return NGX_ERROR;
         }
 
-        n = prcf->peers->number
-            + (prcf->peers->next ? prcf->peers->next->number : 0);
+        /*
+         * the servers in use (with "zone", a copy in that zone), locked
+         * before the zone mutex, in the balancer's order, and their
+         * figures' room taken under that lock: with "resolve" their
+         * number changes (ngx_http_prefix_route_follow())
+         */
+
+        peers = uscfp[i]->peer.data;
+
+        ngx_http_upstream_rr_peers_rlock(peers);
+
+        if (ngx_http_prefix_route_status_room(r, prcf, peers, st) != NGX_OK) {
+            ngx_http_upstream_rr_peers_unlock(peers);
+            return NGX_ERROR;
+        }
+
+        n = st->npeers;
 
         st->name = &uscfp[i]->host;
         st->zone = &prcf->shm_zone->shm.name;
-        st->npeers = n;
-        st->peers = ngx_pcalloc(r->pool,
-                                n * sizeof(ngx_http_prefix_route_peer_stat_t));
-        if (st->peers == NULL) {
-            return NGX_ERROR;
-        }
 
         *size += (NGX_HTTP_PREFIX_ROUTE_U_N + NGX_HTTP_PREFIX_ROUTE_NSTATUS + 4)
                  * (128 + NGX_INT64_LEN + 6 * (st->name->len + st->zone->len))
@@ -474,39 +489,11 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SIZE] = prcf->shm_zone->shm.size;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SHADOW] = prcf->shadow;
 
-        /*
-         * the servers in use (with "zone", a copy in that zone), locked
-         * before the zone mutex, in the balancer's order
-         */
-
-        peers = uscfp[i]->peer.data;
-
         /* no figure shows the requests of a worker killed meanwhile */
         ngx_http_prefix_route_load_sweep(&prcf->index);
 
-        /* room for the charts' copies, taken before the mutex */
-
-        st->samples = ngx_palloc(r->pool, sizeof(sh->samples));
-        st->gauges = ngx_palloc(r->pool,
-                                n * sizeof(ngx_http_prefix_route_gauge_t *));
-        st->names = ngx_palloc(r->pool, n * sizeof(ngx_str_t *));
-
-        if (st->samples == NULL || st->gauges == NULL || st->names == NULL) {
-            return NGX_ERROR;
-        }
-
         names = 0;
 
-        for (k = 0; k < n; k++) {
-            st->gauges[k] = ngx_palloc(r->pool,
-                                       sizeof(((ngx_http_prefix_route_peer_t *)
-                                               NULL)->gauges));
-            if (st->gauges[k] == NULL) {
-                return NGX_ERROR;
-            }
-        }
-
-        ngx_http_upstream_rr_peers_rlock(peers);
         ngx_shmtx_lock(&shpool->mutex);
 
         st->errors = -1;
@@ -574,6 +561,54 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
 
 
 /*
+ * Room for the figures of the servers of "peers" (both lists) and their
+ * charts' copies, taken before the zone mutex; the caller holds the peers
+ * lock, under which this worker's view follows the lists.  Returns
+ * NGX_ERROR when memory ran out.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_status_room(ngx_http_request_t *r,
+    ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_upstream_rr_peers_t *peers, ngx_http_prefix_route_stat_t *st)
+{
+    ngx_uint_t  k, n;
+
+    if (ngx_http_prefix_route_follow(prcf, peers) != NGX_OK) {
+        return NGX_ERROR;
+    }
+
+    n = prcf->number[0] + prcf->number[1];
+
+    st->npeers = n;
+    st->peers = ngx_pcalloc(r->pool,
+                            n * sizeof(ngx_http_prefix_route_peer_stat_t));
+    st->samples = ngx_palloc(r->pool, sizeof(st->samples[0])
+                                      * NGX_HTTP_PREFIX_ROUTE_SAMPLES);
+    st->gauges = ngx_palloc(r->pool,
+                            n * sizeof(ngx_http_prefix_route_gauge_t *));
+    st->names = ngx_palloc(r->pool, n * sizeof(ngx_str_t *));
+
+    if (st->peers == NULL || st->samples == NULL || st->gauges == NULL
+        || st->names == NULL)
+    {
+        return NGX_ERROR;
+    }
+
+    for (k = 0; k < n; k++) {
+        st->gauges[k] = ngx_palloc(r->pool,
+                                   sizeof(((ngx_http_prefix_route_peer_t *)
+                                           NULL)->gauges));
+        if (st->gauges[k] == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    return NGX_OK;
+}
+
+
+/*
  * The peers of both lists with their round robin state (per worker unless
  * the upstream has a "zone") and their shared figures, a server line that
  * repeats an earlier one's address left out (its figures are that line's).
@@ -623,7 +658,10 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
                 state = b ? 3 : 0;
             }
 
-            ps->name = &peer->name;
+            ps->addr.len = ngx_min(peer->name.len, NGX_SOCKADDR_STRLEN);
+            ps->addr.data = ps->data;
+            ngx_memcpy(ps->data, peer->name.data, ps->addr.len);
+            ps->name = &ps->addr;
             ps->state = &ngx_http_prefix_route_states[state];
             ps->sp = sp;
 

@@ -809,37 +809,38 @@ my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("Say it agai
 
 
 
-=== TEST 72: from nginx 1.27.3 on, a server whose name is resolved at run time is an error
-With "resolve" round robin's server lists change while nginx runs, and
-prefix_route's records of the servers are made when the configuration is
-read.  The name must not be an address ("127.0.0.1 resolve" is a plain
-server).
+=== TEST 72: from nginx 1.27.3 on, engine probes with a server resolved at run time are an error
+With "resolve" round robin's server lists change while nginx runs; the
+balancer follows them (t/160-resolve.t), the probes poll the servers read
+with the configuration.  The name must not be an address ("127.0.0.1
+resolve" is a plain server).
 --- skip_nginx: 2: < 1.27.3
 --- http_config
-resolver 127.0.0.1:1 valid=1s;
 upstream llm {
     zone llm_peers 64k;
+    resolver 127.0.0.1:1 valid=1s;
     prefix_route zone=llm:1m;
+    prefix_route_probe interval=1s;
+    server 127.0.0.1:1;
     server localhost:1 resolve;
 }
 --- must_die
 --- error_log
-prefix_route does not support resolving names at run time ("resolve", server "localhost") in upstream "llm"
+"prefix_route_probe" does not support servers that resolve their names at run time ("resolve", server "localhost") in upstream "llm"
 
 
 
-=== TEST 73: the same in shadow mode, where the method watched would take "resolve"
-least_conn accepts "resolve" from nginx 1.27.3 on; prefix_route watching
-it keeps a record per server all the same.
+=== TEST 73: the same in shadow mode, where the method watched takes "resolve"
 --- skip_nginx: 2: < 1.27.3
 --- http_config
-resolver 127.0.0.1:1 valid=1s;
 upstream llm {
     zone llm_peers 64k;
+    resolver 127.0.0.1:1 valid=1s;
     least_conn;
     prefix_route zone=llm:1m shadow;
+    prefix_route_probe interval=1s;
     server localhost:1 resolve;
 }
 --- must_die
 --- error_log
-prefix_route does not support resolving names at run time ("resolve", server "localhost") in upstream "llm"
+"prefix_route_probe" does not support servers that resolve their names at run time ("resolve", server "localhost") in upstream "llm"

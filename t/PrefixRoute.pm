@@ -30,6 +30,7 @@ use FindBin;
 our @EXPORT = qw(
     $LoadModule $LoadEcho $NoErrorLog
     addr upstream backends routes proxy fan long_uptime
+    dns_server dns_answer wait_for_status
 );
 our @EXPORT_OK = qw(text chat chat_body sys user asst full_blocks);
 our %EXPORT_TAGS = (prompts => [@EXPORT_OK]);
@@ -160,6 +161,73 @@ sub long_uptime {
     my $so = "$FindBin::Bin/../build/uptime.so";
     die "$so is not built: run make nginx-test\n" unless -f $so;
     $ENV{LD_PRELOAD} = join ":", grep { $_ } $ENV{LD_PRELOAD}, $so;
+}
+
+# --- a name server for "server name resolve" (nginx 1.27.3+) ----------------
+
+my ($DnsPid, $DnsFile);
+
+# starts t/tools/dns-server on UDP 127.0.0.1:$port: every A query is
+# answered with the addresses dns_answer() gave last (TTL 1 s; @_ at
+# first), any other with no address; it ends with the test file
+sub dns_server {
+    my $port = shift;
+    $DnsFile = "/tmp/prefix-route-dns-$$";
+    dns_answer(@_);
+    $DnsPid = fork // die "fork: $!\n";
+    if (!$DnsPid) {
+        exec("$FindBin::Bin/tools/dns-server", $port, $DnsFile)
+            or POSIX::_exit(1);
+    }
+
+    # it answers before nginx asks: a query for "x" until one comes back
+    require IO::Socket::INET;
+    my $c = IO::Socket::INET->new(Proto => 'udp', PeerAddr => "127.0.0.1:$port")
+        or die "udp socket: $!\n";
+    my $rin = '';
+    vec($rin, fileno $c, 1) = 1;
+    for (1 .. 50) {
+        $c->send(pack('n6', 1, 0x0100, 1, 0, 0, 0) . "\1x\0" . pack('n2', 1, 1));
+        return if select(my $rout = $rin, undef, undef, 0.1) && $c->recv(my $r, 512);
+        select undef, undef, undef, 0.1;    # refused: not listening yet
+    }
+    die "the name server on udp 127.0.0.1:$port did not answer\n";
+}
+
+# the addresses the name server answers with from now on
+sub dns_answer {
+    open my $out, '>', "$DnsFile.tmp" or die "$DnsFile.tmp: $!\n";
+    print $out join(' ', @_), "\n";
+    close $out;
+    rename "$DnsFile.tmp", $DnsFile or die "$DnsFile: $!\n";
+}
+
+# polls GET $uri of the nginx under test (10 s at most) until its response
+# matches $re, a regexp or a sub given the response that returns true
+sub wait_for_status {
+    my ($uri, $re) = @_;
+    my $ok = ref $re eq 'CODE' ? $re : sub { $_[0] =~ $re };
+    require IO::Socket::INET;
+    for (1 .. 200) {
+        my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                      PeerPort => $Test::Nginx::Util::ServerPort);
+        if ($c) {
+            print $c "GET $uri HTTP/1.0\r\nHost: localhost\r\n\r\n";
+            my $body = join '', <$c>;
+            return if $ok->($body);
+        }
+        select undef, undef, undef, 0.05;
+    }
+    die "GET $uri did not match $re in 10 s\n";
+}
+
+END {
+    local $?;
+    if ($DnsPid) {
+        kill 'TERM', $DnsPid;
+        waitpid $DnsPid, 0;
+        unlink $DnsFile;
+    }
 }
 
 # --- request builders (:prompts) ---------------------------------------------

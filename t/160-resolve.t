@@ -1,0 +1,151 @@
+# "server name resolve" (nginx 1.27.3+, with the upstream's "zone"): nginx
+# resolves the name while it runs and round robin's server lists follow
+# the answers; so does prefix_route, each worker's view of the servers
+# made again when the lists change.  A server the name no longer gives
+# takes no request; one that comes back finds its record and the prompts
+# it held.
+#
+# A name server of the test's own (dns_server() in t/PrefixRoute.pm)
+# answers llm.test with the addresses a block's --- init gives
+# (dns_answer()); the backends b2, b3 and b4 listen on 127.0.0.2,
+# 127.0.0.3 and 127.0.0.4, port 19210, and answer with their names.  HUP
+# mode: each block reloads the running nginx, so the blocks share the zone
+# and run in order; nginx copies the addresses resolved before a reload to
+# the new configuration, and resolves again once they are 1 s old.  Where
+# a prompt goes is whatever the choice gives; the blocks check where it
+# goes relative to where it went before (%Where).  Skipped before nginx
+# 1.27.3.
+use Test::Nginx::Socket 'no_plan';
+use FindBin;
+use lib $FindBin::Bin;
+use PrefixRoute;
+
+# each prompt's backend ("b3\n"), from the blocks before
+our %Where;
+
+# remembers where prompts @_ went; the answer unchanged
+sub noted {
+    return [map { my $p = $_; [sub { $Where{$p} = $_[0] }] } @_];
+}
+
+# "same" when prompts @_ went where they went before, else where they went
+sub same {
+    return [map {
+        my $p = $_;
+        [sub { $_[0] eq $Where{$p} ? "same\n" : "was $Where{$p}, now $_[0]" }]
+    } @_];
+}
+
+sub prompt {
+    my $name = shift;
+    my $text = "Conversation $name: let us talk about topic $name at length. " x 16;
+    return "POST /v1/chat/completions\n"
+           . "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"$text\"}]}";
+}
+
+# waits until the status page lists exactly the backends @_ (numbers) of
+# upstream llm
+sub listed {
+    my %want = map { ("127.0.0.$_:19210" => 1) } @_;
+    PrefixRoute::wait_for_status("/status", sub {
+        my @have = $_[0] =~ /"(127\.0\.0\.\d+:19210)"/g;
+        my %have = map { ($_ => 1) } @have;
+        return join(",", sort keys %have) eq join(",", sort keys %want);
+    });
+}
+
+# upstream llm with the method given before prefix_route ("least_conn;\n")
+# and its mode ("shadow"), and the backends
+sub llm {
+    my ($method, $mode) = @_;
+    my $c = "upstream llm {\n"
+          . "    zone llm_peers 64k;\n"
+          . "    resolver 127.0.0.1:19253 valid=1s ipv6=off;\n"
+          . ($method ? "    $method\n" : "")
+          . "    prefix_route zone=llm:1m" . ($mode ? " $mode" : "") . ";\n"
+          . "    server llm.test:19210 resolve;\n"
+          . "}\n";
+    $c .= "server { listen 127.0.0.$_:19210; return 200 \"b$_\\n\"; }\n" for 2 .. 4;
+    return $c;
+}
+
+dns_server(19253, "127.0.0.2", "127.0.0.3");
+
+add_block_preprocessor(sub {
+    my $block = shift;
+    $block->set_value("skip_nginx", "3: < 1.27.3") unless defined $block->skip_nginx;
+    $block->set_value("main_config", $LoadModule) unless defined $block->main_config;
+    $block->set_value("http_config", llm()) unless defined $block->http_config;
+    $block->set_value("config", ::proxy() . "location = /status { prefix_route_status; }\n")
+        unless defined $block->config;
+    $block->set_value("no_error_log", $NoErrorLog) unless defined $block->no_error_log;
+});
+
+workers(2);
+use_hup();
+no_shuffle();
+run_tests();
+
+__DATA__
+
+=== TEST 1: two addresses: a prompt is a MISS, then a HIT on the same backend
+--- init
+PrefixRoute::wait_for_old_workers();
+main::listed(2, 3);
+--- request eval
+[main::prompt("A"), main::prompt("A"), main::prompt("B")]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+", "X-Prefix-Route: MISS 0 \\d+"]
+--- response_body_filters eval
+[@{main::noted("A")}, @{main::same("A")}, @{main::noted("B")}]
+--- response_body_like eval
+["^b[23]\$", "^same\$", "^b[23]\$"]
+
+
+
+=== TEST 2: the name now gives one other address: the servers before take no request
+--- init
+PrefixRoute::dns_answer("127.0.0.4");
+PrefixRoute::wait_for_old_workers();
+main::listed(4);
+--- request eval
+[main::prompt("A"), main::prompt("B"), main::prompt("A")]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+"]
+--- response_body eval
+["b4\n", "b4\n", "b4\n"]
+
+
+
+=== TEST 3: the addresses come back: each server finds its record, and B goes where it went first
+A (now on b4 too, its newest record) and B (on b2 or b3 only) stay where
+the index has them.
+--- init
+PrefixRoute::dns_answer("127.0.0.2", "127.0.0.3", "127.0.0.4");
+PrefixRoute::wait_for_old_workers();
+main::listed(2, 3, 4);
+--- request eval
+[main::prompt("B"), main::prompt("A")]
+--- response_headers_like eval
+["X-Prefix-Route: HIT [1-9]\\d* \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+"]
+--- response_body_filters eval
+[@{main::same("B")}, [sub { $_[0] }]]
+--- response_body_like eval
+["^same\$", "^b[234]\$"]
+
+
+
+=== TEST 4: shadow mode: least_conn balances the resolved servers, prefix_route watches
+The balancer watched chooses; the index follows the same servers: a
+prompt sent again is a HIT where it went, a SPILL anywhere else (the
+index knows the server that holds it).
+--- http_config eval: main::llm("least_conn;", "shadow")
+--- init
+PrefixRoute::wait_for_old_workers();
+main::listed(2, 3, 4);
+--- request eval
+[main::prompt("C"), main::prompt("C")]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: (HIT [1-9]\\d*|SPILL 0) \\d+"]
+--- response_body_like eval
+["^b[234]\$", "^b[234]\$"]
