@@ -210,6 +210,10 @@ static void ngx_http_prefix_route_place(
     ngx_http_upstream_rr_peers_t *peers);
 #if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
 static void ngx_http_prefix_route_unfollow(void *data);
+static ngx_http_prefix_route_peer_t *ngx_http_prefix_route_known(
+    ngx_http_prefix_route_peer_t **known, ngx_uint_t n, ngx_str_t *name);
+static void ngx_http_prefix_route_shadow_name(ngx_str_t *name, u_char *buf,
+    ngx_http_upstream_rr_peer_t *peer);
 #endif
 static void ngx_http_prefix_route_repeated(
     ngx_http_prefix_route_peer_t **shared, ngx_uint_t *pos, ngx_uint_t *held,
@@ -1202,17 +1206,17 @@ ngx_int_t
 ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_http_upstream_rr_peers_t *peers)
 {
-    u_char                          *p, *last;
+    u_char                          *p;
     u_char                           shadow[sizeof("shadow of ") - 1
                                             + NGX_SOCKADDR_STRLEN];
     size_t                           size;
     ngx_str_t                        name;
     ngx_uint_t                       b, i, n, room, roomless, reused,
-                                     capacity;
+                                     capacity, nknown, unknown;
+    ngx_pool_cleanup_t              *cln;
     ngx_http_upstream_rr_peer_t     *peer;
     ngx_http_upstream_rr_peers_t    *list;
-    ngx_pool_cleanup_t              *cln;
-    ngx_http_prefix_route_peer_t    *sp;
+    ngx_http_prefix_route_peer_t   **known;
     ngx_http_prefix_route_index_t   *idx;
 
     if (!prcf->resolve || prcf->config == *peers->config) {
@@ -1248,6 +1252,34 @@ ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
         cln->data = prcf;
     }
 
+    /*
+     * the records of the view before, found again by name without the
+     * zone mutex: only new addresses take it (the name of a record this
+     * configuration names does not change while it runs)
+     */
+
+    nknown = prcf->number[0] + prcf->number[1]
+             + (prcf->shadow ? prcf->number[0] : 0);
+
+    known = ngx_alloc((nknown + 1) * sizeof(ngx_http_prefix_route_peer_t *),
+                      ngx_cycle->log);
+    if (known == NULL) {
+        return NGX_ERROR;
+    }
+
+    ngx_memcpy(known, prcf->shared[0],
+               prcf->number[0] * sizeof(ngx_http_prefix_route_peer_t *));
+
+    if (prcf->number[1]) {
+        ngx_memcpy(known + prcf->number[0], prcf->shared[1],
+                   prcf->number[1] * sizeof(ngx_http_prefix_route_peer_t *));
+    }
+
+    if (prcf->shadow) {
+        ngx_memcpy(known + prcf->number[0] + prcf->number[1], prcf->vshared,
+                   prcf->number[0] * sizeof(ngx_http_prefix_route_peer_t *));
+    }
+
     /* the arrays by position, made larger as the lists grow */
 
     if (n > prcf->room) {
@@ -1259,6 +1291,7 @@ ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
 
         p = ngx_alloc(size, ngx_cycle->log);
         if (p == NULL) {
+            ngx_free(known);
             return NGX_ERROR;
         }
 
@@ -1286,65 +1319,89 @@ ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
         prcf->vpos = prcf->pos[1] + NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS + 1;
     }
 
-    /* what needs no zone: the ranks' hashes */
+    /* what needs no zone: the ranks' hashes, the records known */
+
+    unknown = 0;
 
     for (b = 0, list = peers; list != NULL; b++, list = list->next) {
         for (peer = list->peer, i = 0; peer != NULL; peer = peer->next, i++) {
             prcf->id[b][i] = ngx_http_prefix_route_hash(peer->name.data,
                                                         peer->name.len, 0);
+
+            prcf->shared[b][i] = ngx_http_prefix_route_known(known, nknown,
+                                                             &peer->name);
+            unknown += (prcf->shared[b][i] == NULL);
+
+            if (b != 0) {
+                continue;
+            }
+
+            prcf->vshared[i] = NULL;
+
+            if (prcf->shadow) {
+                ngx_http_prefix_route_shadow_name(&name, shadow, peer);
+                prcf->vshared[i] = ngx_http_prefix_route_known(known, nknown,
+                                                               &name);
+                unknown += (prcf->vshared[i] == NULL);
+            }
         }
     }
+
+    ngx_free(known);
+
+    /* new addresses: their records found or made in the zone */
 
     idx = &prcf->index;
     capacity = prcf->capacity / prcf->block;
     roomless = 0;
     reused = 0;
 
-    ngx_shmtx_lock(&idx->shpool->mutex);
+    if (unknown) {
+        ngx_shmtx_lock(&idx->shpool->mutex);
 
-    for (b = 0, list = peers; list != NULL; b++, list = list->next) {
-        for (peer = list->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+        for (b = 0, list = peers; list != NULL; b++, list = list->next) {
+            for (peer = list->peer, i = 0;
+                 peer != NULL;
+                 peer = peer->next, i++)
+            {
+                if (prcf->shared[b][i] == NULL) {
 
-            /* 0: no record is reused here, only in the master's reload */
+                    /* 0: no record is reused here, only in a reload */
 
-            sp = ngx_http_prefix_route_index_peer(idx, &peer->name, 0,
-                                                  &reused);
-            prcf->shared[b][i] = sp;
+                    prcf->shared[b][i] = ngx_http_prefix_route_index_peer(idx,
+                                                  &peer->name, 0, &reused);
+                    if (prcf->shared[b][i] == NULL) {
+                        roomless++;
+                        continue;
+                    }
 
-            if (b == 0) {
-                prcf->vshared[i] = NULL;
-            }
+                    ngx_http_prefix_route_index_capacity(idx,
+                                                         prcf->shared[b][i],
+                                                         capacity);
+                }
 
-            if (sp == NULL) {
-                roomless++;
-                continue;
-            }
+                /* shadow mode: the record of its would-be placements */
 
-            ngx_http_prefix_route_index_capacity(idx, sp, capacity);
+                if (b != 0 || !prcf->shadow || prcf->vshared[i] != NULL) {
+                    continue;
+                }
 
-            if (b != 0 || !prcf->shadow) {
-                continue;
-            }
+                ngx_http_prefix_route_shadow_name(&name, shadow, peer);
 
-            /* shadow mode: the record of its would-be placements */
-
-            last = ngx_snprintf(shadow, sizeof(shadow), "shadow of %V",
-                                &peer->name);
-            name.data = shadow;
-            name.len = last - shadow;
-
-            prcf->vshared[i] = ngx_http_prefix_route_index_peer(idx, &name,
-                                                                0, &reused);
-            if (prcf->vshared[i] != NULL) {
-                ngx_http_prefix_route_index_capacity(idx, prcf->vshared[i],
-                                                     capacity);
+                prcf->vshared[i] = ngx_http_prefix_route_index_peer(idx,
+                                                        &name, 0, &reused);
+                if (prcf->vshared[i] != NULL) {
+                    ngx_http_prefix_route_index_capacity(idx,
+                                                         prcf->vshared[i],
+                                                         capacity);
+                }
             }
         }
+
+        prcf->npos = idx->sh->npeers;
+
+        ngx_shmtx_unlock(&idx->shpool->mutex);
     }
-
-    prcf->npos = idx->sh->npeers;
-
-    ngx_shmtx_unlock(&idx->shpool->mutex);
 
     ngx_http_prefix_route_place(prcf, peers);
 
@@ -1373,6 +1430,46 @@ ngx_http_prefix_route_unfollow(void *data)
 
     ngx_free(prcf->view);
     ngx_free(prcf->view_pos);
+}
+
+
+/* the record named "name" among the n "known" ones (NULLs too), or NULL */
+
+static ngx_http_prefix_route_peer_t *
+ngx_http_prefix_route_known(ngx_http_prefix_route_peer_t **known,
+    ngx_uint_t n, ngx_str_t *name)
+{
+    ngx_uint_t  i;
+
+    for (i = 0; i < n; i++) {
+        if (known[i] != NULL
+            && known[i]->len == name->len
+            && ngx_memcmp(known[i]->name, name->data, name->len) == 0)
+        {
+            return known[i];
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * The name of the record of shadow mode's would-be placements on "peer",
+ * as ngx_http_prefix_route_init_zone() gives it, in "buf"
+ * (NGX_SOCKADDR_STRLEN bytes and the prefix).
+ */
+
+static void
+ngx_http_prefix_route_shadow_name(ngx_str_t *name, u_char *buf,
+    ngx_http_upstream_rr_peer_t *peer)
+{
+    u_char  *last;
+
+    last = ngx_snprintf(buf, sizeof("shadow of ") - 1 + NGX_SOCKADDR_STRLEN,
+                        "shadow of %V", &peer->name);
+    name->data = buf;
+    name->len = last - buf;
 }
 
 #endif
