@@ -196,8 +196,7 @@ static void ngx_http_prefix_route_mend_due(ngx_http_prefix_route_index_t *idx,
     uint64_t late);
 static void ngx_http_prefix_route_each(ngx_cycle_t *cycle,
     void (*handler)(ngx_http_prefix_route_index_t *idx));
-static ngx_int_t ngx_http_prefix_route_resolves(ngx_conf_t *cf,
-    ngx_http_upstream_srv_conf_t *us);
+static void ngx_http_prefix_route_resolves(ngx_http_upstream_srv_conf_t *us);
 static ngx_int_t ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
 static size_t ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone);
@@ -748,15 +747,13 @@ ngx_http_prefix_route_each(ngx_cycle_t *cycle,
 /*
  * nginx 1.27.3 and later resolve a server's name at run time ("server
  * name resolve;" with a zone): round robin's peer lists then change while
- * nginx runs, and each worker's view of them follows
- * (ngx_http_prefix_route_follow()).  Engine probes poll the servers read
- * here, so they are refused with such a server.  Returns NGX_ERROR after
- * a message naming the server and the upstream, else NGX_OK.
+ * nginx runs, and each worker's view of them, and its probes, follow
+ * (ngx_http_prefix_route_follow()).  Notes whether the upstream has such
+ * a server.
  */
 
-static ngx_int_t
-ngx_http_prefix_route_resolves(ngx_conf_t *cf,
-    ngx_http_upstream_srv_conf_t *us)
+static void
+ngx_http_prefix_route_resolves(ngx_http_upstream_srv_conf_t *us)
 {
 #if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
 
@@ -765,34 +762,19 @@ ngx_http_prefix_route_resolves(ngx_conf_t *cf,
     ngx_http_prefix_route_srv_conf_t  *prcf;
 
     if (us->servers == NULL) {
-        return NGX_OK;
+        return;
     }
 
     prcf = ngx_http_conf_upstream_srv_conf(us, ngx_http_prefix_route_module);
     server = us->servers->elts;
 
     for (i = 0; i < us->servers->nelts; i++) {
-
-        if (server[i].host.len == 0) {
-            continue;
+        if (server[i].host.len) {
+            prcf->resolve = 1;
         }
-
-        if (prcf->probe.interval) {
-            ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
-                          "\"prefix_route_probe\" does not support "
-                          "servers that resolve their names at run time "
-                          "(\"resolve\", server \"%V\") in upstream "
-                          "\"%V\" in %s:%ui", &server[i].host, &us->host,
-                          us->file_name, us->line);
-            return NGX_ERROR;
-        }
-
-        prcf->resolve = 1;
     }
 
 #endif
-
-    return NGX_OK;
 }
 
 
@@ -808,9 +790,7 @@ ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
 
     prcf = ngx_http_conf_upstream_srv_conf(us, ngx_http_prefix_route_module);
 
-    if (ngx_http_prefix_route_resolves(cf, us) != NGX_OK) {
-        return NGX_ERROR;
-    }
+    ngx_http_prefix_route_resolves(us);
 
     /* shadow mode: the balancer configured before it, round robin if none */
 
@@ -830,6 +810,7 @@ ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
      */
 
     prcf->peers = us->peer.data;
+    prcf->upstream = us;
 
     /* a balancer call's scratch, sized for the longer list */
 

@@ -88,6 +88,8 @@ typedef struct {
      * zone, remade when they change (ngx_http_prefix_route_follow())
      */
     ngx_http_upstream_rr_peers_t       *peers;
+    ngx_http_upstream_srv_conf_t       *upstream;    /* its peer.data: the
+                                                        lists in use */
     ngx_uint_t                          resolve;     /* a server resolves
                                                         its name at run
                                                         time */

@@ -51,11 +51,19 @@ enum {
 typedef struct ngx_http_prefix_route_prober_s  ngx_http_prefix_route_prober_t;
 
 
-/* the probe of one server */
+/*
+ * The probe of one server, with copies of its address: with "resolve"
+ * the server may leave round robin's lists while it is probed.
+ */
 typedef struct {
     ngx_peer_connection_t               pc;
     ngx_http_prefix_route_prober_t     *prober;
-    ngx_http_upstream_rr_peer_t        *peer;
+    ngx_sockaddr_t                      sockaddr;
+    socklen_t                           socklen;
+    ngx_str_t                           name;     /* addr:port */
+    u_char                              addr[NGX_SOCKADDR_STRLEN];
+    ngx_uint_t                          down;     /* "down": not probed */
+    ngx_uint_t                          gone;     /* left the lists */
     ngx_http_prefix_route_peer_t       *sp;       /* its record, or NULL */
     ngx_http_prefix_route_peer_t       *vsp;      /* shadow mode: that of
                                                      its would-be
@@ -91,11 +99,25 @@ struct ngx_http_prefix_route_prober_s {
                                                      debug logs */
     ngx_http_prefix_route_srv_conf_t   *prcf;
     ngx_uint_t                          n;
-    ngx_http_prefix_route_probe_slot_t *slots;
+    ngx_uint_t                          room;     /* in slots[] */
+    ngx_uint_t                          config;   /* of the view the slots
+                                                     follow, "resolve" */
+    ngx_http_prefix_route_probe_slot_t **slots;   /* never moved: a probe
+                                                     under way holds one */
     u_char                             *buf;      /* a read's bytes */
 };
 
 
+static ngx_http_prefix_route_probe_slot_t *ngx_http_prefix_route_probe_slot(
+    ngx_http_prefix_route_prober_t *pr, ngx_uint_t n);
+static void ngx_http_prefix_route_probe_set(
+    ngx_http_prefix_route_probe_slot_t *s, ngx_http_upstream_rr_peer_t *peer,
+    ngx_http_prefix_route_peer_t *sp, ngx_http_prefix_route_peer_t *vsp);
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+static ngx_int_t ngx_http_prefix_route_probe_follow(
+    ngx_http_prefix_route_prober_t *pr);
+#endif
+static void ngx_http_prefix_route_probe_free(void *data);
 static void ngx_http_prefix_route_probe_round(ngx_event_t *ev);
 static void ngx_http_prefix_route_probe_start(
     ngx_http_prefix_route_probe_slot_t *s, uint32_t round);
@@ -119,9 +141,8 @@ ngx_int_t
 ngx_http_prefix_route_probe_init(ngx_cycle_t *cycle,
     ngx_http_prefix_route_srv_conf_t *prcf)
 {
-    u_char                              *p;
-    ngx_str_t                            host;
     ngx_uint_t                           b, i, n;
+    ngx_pool_cleanup_t                  *cln;
     ngx_http_upstream_rr_peer_t         *peer;
     ngx_http_upstream_rr_peers_t        *peers;
     ngx_http_prefix_route_prober_t      *pr;
@@ -138,66 +159,39 @@ ngx_http_prefix_route_probe_init(ngx_cycle_t *cycle,
         return NGX_ERROR;
     }
 
-    pr->slots = ngx_pcalloc(cycle->pool,
-                            n * sizeof(ngx_http_prefix_route_probe_slot_t));
     pr->buf = ngx_palloc(cycle->pool, NGX_HTTP_PREFIX_ROUTE_PROBE_BUF);
-
-    if (pr->slots == NULL || pr->buf == NULL) {
+    if (pr->buf == NULL) {
         return NGX_ERROR;
     }
 
     pr->prcf = prcf;
-    pr->n = n;
 
-    s = pr->slots;
+    /* "resolve": slots made and reused as the servers change, freed here */
+
+    cln = ngx_pool_cleanup_add(cycle->pool, 0);
+    if (cln == NULL) {
+        return NGX_ERROR;
+    }
+
+    cln->handler = ngx_http_prefix_route_probe_free;
+    cln->data = pr;
 
     for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
     {
         for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
 
             if (ngx_http_prefix_route_repeat(prcf, b, i)) {
-                pr->n--;
                 continue;
             }
 
-            s->prober = pr;
-            s->peer = peer;
-            s->sp = prcf->shared[b][i];
-            s->vsp = (b == 0 && prcf->shadow) ? prcf->vshared[i] : NULL;
-
-            s->log = *cycle->log;
-            s->log.handler = ngx_http_prefix_route_probe_log;
-            s->log.data = s;
-
-            /*
-             * a unix socket's path is no host name, which a server may
-             * refuse with a 400: "localhost", as nginx's proxy sends
-             */
-
-            host = peer->name;
-
-#if (NGX_HAVE_UNIX_DOMAIN)
-            if (peer->sockaddr->sa_family == AF_UNIX) {
-                ngx_str_set(&host, "localhost");
-            }
-#endif
-
-            s->request.len = sizeof("GET  HTTP/1.0" CRLF "Host: " CRLF
-                                    "Accept: text/plain" CRLF CRLF) - 1
-                             + prcf->probe.uri.len + host.len;
-
-            p = ngx_pnalloc(cycle->pool, s->request.len);
-            if (p == NULL) {
+            s = ngx_http_prefix_route_probe_slot(pr, n);
+            if (s == NULL) {
                 return NGX_ERROR;
             }
 
-            s->request.data = p;
-
-            (void) ngx_sprintf(p, "GET %V HTTP/1.0" CRLF "Host: %V" CRLF
-                                  "Accept: text/plain" CRLF CRLF,
-                               &prcf->probe.uri, &host);
-
-            s++;
+            ngx_http_prefix_route_probe_set(s, peer, prcf->shared[b][i],
+                                   (b == 0 && prcf->shadow) ? prcf->vshared[i]
+                                                            : NULL);
         }
     }
 
@@ -212,6 +206,227 @@ ngx_http_prefix_route_probe_init(ngx_cycle_t *cycle,
     ngx_add_timer(&pr->timer, 1);
 
     return NGX_OK;
+}
+
+
+/*
+ * A new slot at the end of the prober's, with room for a request to a
+ * server of any name; the array of slots grows to at least "n".  Returns
+ * NULL without memory.
+ */
+
+static ngx_http_prefix_route_probe_slot_t *
+ngx_http_prefix_route_probe_slot(ngx_http_prefix_route_prober_t *pr,
+    ngx_uint_t n)
+{
+    ngx_uint_t                            room;
+    ngx_http_prefix_route_probe_slot_t   *s, **slots;
+
+    if (pr->n == pr->room) {
+        room = ngx_max(ngx_max(n, 2 * pr->room), 4);
+
+        slots = ngx_alloc(room * sizeof(ngx_http_prefix_route_probe_slot_t *),
+                          ngx_cycle->log);
+        if (slots == NULL) {
+            return NULL;
+        }
+
+        if (pr->n) {
+            ngx_memcpy(slots, pr->slots,
+                       pr->n * sizeof(ngx_http_prefix_route_probe_slot_t *));
+        }
+
+        ngx_free(pr->slots);
+
+        pr->slots = slots;
+        pr->room = room;
+    }
+
+    s = ngx_calloc(sizeof(ngx_http_prefix_route_probe_slot_t)
+                   + sizeof("GET  HTTP/1.0" CRLF "Host: " CRLF
+                            "Accept: text/plain" CRLF CRLF) - 1
+                   + pr->prcf->probe.uri.len + NGX_SOCKADDR_STRLEN,
+                   ngx_cycle->log);
+    if (s == NULL) {
+        return NULL;
+    }
+
+    s->prober = pr;
+    s->request.data = (u_char *) (s + 1);
+
+    s->log = *ngx_cycle->log;
+    s->log.handler = ngx_http_prefix_route_probe_log;
+    s->log.data = s;
+
+    pr->slots[pr->n++] = s;
+
+    return s;
+}
+
+
+/*
+ * Points slot "s" at the server "peer", whose record is "sp" and that of
+ * its would-be placements "vsp" (NULL: none): copies of its address, name
+ * and "down", and the request.  The caller holds the peers lock.
+ */
+
+static void
+ngx_http_prefix_route_probe_set(ngx_http_prefix_route_probe_slot_t *s,
+    ngx_http_upstream_rr_peer_t *peer, ngx_http_prefix_route_peer_t *sp,
+    ngx_http_prefix_route_peer_t *vsp)
+{
+    ngx_str_t                          host;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    prcf = s->prober->prcf;
+
+    if (s->name.len != peer->name.len
+        || ngx_memcmp(s->addr, peer->name.data, peer->name.len) != 0)
+    {
+        s->warned = 0;
+    }
+
+    ngx_memcpy(&s->sockaddr, peer->sockaddr,
+               ngx_min(peer->socklen, (socklen_t) sizeof(ngx_sockaddr_t)));
+    s->socklen = peer->socklen;
+
+    s->name.len = ngx_min(peer->name.len, NGX_SOCKADDR_STRLEN);
+    s->name.data = s->addr;
+    ngx_memcpy(s->addr, peer->name.data, s->name.len);
+
+    s->down = peer->down;
+    s->gone = 0;
+    s->sp = sp;
+    s->vsp = vsp;
+
+    /*
+     * a unix socket's path is no host name, which a server may refuse
+     * with a 400: "localhost", as nginx's proxy sends
+     */
+
+    host = s->name;
+
+#if (NGX_HAVE_UNIX_DOMAIN)
+    if (peer->sockaddr->sa_family == AF_UNIX) {
+        ngx_str_set(&host, "localhost");
+    }
+#endif
+
+    s->request.len = ngx_sprintf(s->request.data,
+                                 "GET %V HTTP/1.0" CRLF "Host: %V" CRLF
+                                 "Accept: text/plain" CRLF CRLF,
+                                 &prcf->probe.uri, &host)
+                     - s->request.data;
+}
+
+
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+
+/*
+ * "resolve": the slots follow round robin's lists as the worker's view
+ * of them does (ngx_http_prefix_route_follow()), found again by the
+ * server's name; the slot of a server gone is probed no more, and is
+ * given to a new server once its probe under way ends.  Returns NGX_OK,
+ * or NGX_ERROR without memory (the slots stay as they were).
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_probe_follow(ngx_http_prefix_route_prober_t *pr)
+{
+    ngx_int_t                            rc;
+    ngx_uint_t                           b, i, k, n;
+    ngx_http_upstream_rr_peer_t         *peer;
+    ngx_http_upstream_rr_peers_t        *peers, *list;
+    ngx_http_prefix_route_srv_conf_t    *prcf;
+    ngx_http_prefix_route_probe_slot_t  *s;
+
+    prcf = pr->prcf;
+    peers = prcf->upstream->peer.data;
+    rc = NGX_OK;
+
+    ngx_http_upstream_rr_peers_rlock(peers);
+
+    if (ngx_http_prefix_route_follow(prcf, peers) != NGX_OK) {
+        rc = NGX_ERROR;
+        goto done;
+    }
+
+    if (pr->config == prcf->config) {
+        goto done;
+    }
+
+    for (k = 0; k < pr->n; k++) {
+        pr->slots[k]->gone = 1;
+    }
+
+    n = prcf->number[0] + prcf->number[1];
+
+    for (b = 0, list = peers; list != NULL; b++, list = list->next) {
+        for (peer = list->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+
+            if (ngx_http_prefix_route_repeat(prcf, b, i)) {
+                continue;
+            }
+
+            /* its slot, else one of a server gone, idle, else a new one */
+
+            s = NULL;
+
+            for (k = 0; k < pr->n; k++) {
+                if (pr->slots[k]->name.len == peer->name.len
+                    && ngx_memcmp(pr->slots[k]->addr, peer->name.data,
+                                  peer->name.len)
+                       == 0)
+                {
+                    s = pr->slots[k];
+                    break;
+                }
+            }
+
+            for (k = 0; s == NULL && k < pr->n; k++) {
+                if (pr->slots[k]->gone && !pr->slots[k]->busy) {
+                    s = pr->slots[k];
+                }
+            }
+
+            if (s == NULL) {
+                s = ngx_http_prefix_route_probe_slot(pr, n);
+                if (s == NULL) {
+                    rc = NGX_ERROR;
+                    goto done;
+                }
+            }
+
+            ngx_http_prefix_route_probe_set(s, peer, prcf->shared[b][i],
+                                   (b == 0 && prcf->shadow) ? prcf->vshared[i]
+                                                            : NULL);
+        }
+    }
+
+    pr->config = prcf->config;
+
+done:
+
+    ngx_http_upstream_rr_peers_unlock(peers);
+
+    return rc;
+}
+
+#endif
+
+
+static void
+ngx_http_prefix_route_probe_free(void *data)
+{
+    ngx_http_prefix_route_prober_t  *pr = data;
+
+    ngx_uint_t  i;
+
+    for (i = 0; i < pr->n; i++) {
+        ngx_free(pr->slots[i]);
+    }
+
+    ngx_free(pr->slots);
 }
 
 
@@ -252,13 +467,14 @@ ngx_http_prefix_route_probe_foreign(ngx_http_prefix_route_srv_conf_t *prcf,
 static void
 ngx_http_prefix_route_probe_round(ngx_event_t *ev)
 {
-    uint32_t                           round;
-    ngx_uint_t                         i, due;
-    ngx_msec_t                         now;
-    ngx_connection_t                  *c;
-    ngx_http_prefix_route_sh_t        *sh;
-    ngx_http_prefix_route_prober_t    *pr;
-    ngx_http_prefix_route_srv_conf_t  *prcf;
+    uint32_t                             round;
+    ngx_uint_t                           i, due;
+    ngx_msec_t                           now;
+    ngx_connection_t                    *c;
+    ngx_http_prefix_route_sh_t          *sh;
+    ngx_http_prefix_route_prober_t      *pr;
+    ngx_http_prefix_route_srv_conf_t    *prcf;
+    ngx_http_prefix_route_probe_slot_t  *s;
 
     if (ngx_exiting || ngx_quit || ngx_terminate) {
         return;
@@ -290,12 +506,22 @@ ngx_http_prefix_route_probe_round(ngx_event_t *ev)
     ngx_shmtx_unlock(&prcf->index.shpool->mutex);
 
     if (due) {
+
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+        /* without memory for new servers, those known are probed */
+
+        if (prcf->resolve) {
+            (void) ngx_http_prefix_route_probe_follow(pr);
+        }
+#endif
+
         for (i = 0; i < pr->n; i++) {
+            s = pr->slots[i];
 
             /* a "down" server takes no requests: its page tells nothing */
 
-            if (!pr->slots[i].busy && !pr->slots[i].peer->down) {
-                ngx_http_prefix_route_probe_start(&pr->slots[i], round);
+            if (!s->busy && !s->down && !s->gone) {
+                ngx_http_prefix_route_probe_start(s, round);
             }
         }
     }
@@ -313,9 +539,9 @@ ngx_http_prefix_route_probe_start(ngx_http_prefix_route_probe_slot_t *s,
 
     ngx_memzero(&s->pc, sizeof(ngx_peer_connection_t));
 
-    s->pc.sockaddr = s->peer->sockaddr;
-    s->pc.socklen = s->peer->socklen;
-    s->pc.name = &s->peer->name;
+    s->pc.sockaddr = &s->sockaddr.sockaddr;
+    s->pc.socklen = s->socklen;
+    s->pc.name = &s->name;
     s->pc.get = ngx_event_get_peer;
     s->pc.log = &s->log;
     s->pc.log_error = NGX_ERROR_INFO;
@@ -917,5 +1143,5 @@ ngx_http_prefix_route_probe_log(ngx_log_t *log, u_char *buf, size_t len)
     ngx_http_prefix_route_probe_slot_t  *s = log->data;
 
     return ngx_snprintf(buf, len, " while probing server %V at \"%V\"",
-                        &s->peer->name, &s->prober->prcf->probe.uri);
+                        &s->name, &s->prober->prcf->probe.uri);
 }

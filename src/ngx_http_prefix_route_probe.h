@@ -38,9 +38,10 @@
 
 /*
  * Starts this worker's probes of the upstream of "prcf": one connection
- * record per server, allocated once from the cycle's pool, and a timer.
- * From the module's init_process; returns NGX_OK, or NGX_ERROR without
- * memory.
+ * record per server, allocated with ngx_alloc() and freed with the
+ * cycle's pool (with "resolve", found again by name as the servers
+ * change, reused for a new server once idle), and a timer.  From the
+ * module's init_process; returns NGX_OK, or NGX_ERROR without memory.
  */
 ngx_int_t ngx_http_prefix_route_probe_init(ngx_cycle_t *cycle,
     ngx_http_prefix_route_srv_conf_t *prcf);

@@ -809,38 +809,32 @@ my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("Say it agai
 
 
 
-=== TEST 72: from nginx 1.27.3 on, engine probes with a server resolved at run time are an error
-With "resolve" round robin's server lists change while nginx runs; the
-balancer follows them (t/160-resolve.t), the probes poll the servers read
-with the configuration.  The name must not be an address ("127.0.0.1
-resolve" is a plain server).
+=== TEST 72: from nginx 1.27.3 on, "resolve" without a resolver is nginx's own error
+prefix_route's balancer lets round robin read the servers, and its checks
+stand.  The name must not be an address ("127.0.0.1 resolve" is a plain
+server).
 --- skip_nginx: 2: < 1.27.3
 --- http_config
 upstream llm {
     zone llm_peers 64k;
-    resolver 127.0.0.1:1 valid=1s;
     prefix_route zone=llm:1m;
-    prefix_route_probe interval=1s;
-    server 127.0.0.1:1;
     server localhost:1 resolve;
 }
 --- must_die
 --- error_log
-"prefix_route_probe" does not support servers that resolve their names at run time ("resolve", server "localhost") in upstream "llm"
+no resolver defined to resolve names at run time in upstream "llm"
 
 
 
-=== TEST 73: the same in shadow mode, where the method watched takes "resolve"
+=== TEST 73: the same without the upstream's zone, in shadow mode
 --- skip_nginx: 2: < 1.27.3
 --- http_config
 upstream llm {
-    zone llm_peers 64k;
     resolver 127.0.0.1:1 valid=1s;
     least_conn;
     prefix_route zone=llm:1m shadow;
-    prefix_route_probe interval=1s;
     server localhost:1 resolve;
 }
 --- must_die
 --- error_log
-"prefix_route_probe" does not support servers that resolve their names at run time ("resolve", server "localhost") in upstream "llm"
+resolving names at run time requires upstream "llm"

@@ -54,19 +54,34 @@ sub listed {
     });
 }
 
-# upstream llm with the method given before prefix_route ("least_conn;\n")
-# and its mode ("shadow"), and the backends
+# upstream llm, with the method given before prefix_route ("least_conn;"),
+# the parameters after it ("shadow") and its other directives
+# ("prefix_route_probe ...;"), and the backends b2 to b5, whose metrics
+# page says that n requests wait on backend n
 sub llm {
-    my ($method, $mode) = @_;
+    my ($method, $params, $more) = @_;
     my $c = "upstream llm {\n"
           . "    zone llm_peers 64k;\n"
           . "    resolver 127.0.0.1:19253 valid=1s ipv6=off;\n"
           . ($method ? "    $method\n" : "")
-          . "    prefix_route zone=llm:1m" . ($mode ? " $mode" : "") . ";\n"
+          . "    prefix_route zone=llm:1m" . ($params ? " $params" : "") . ";\n"
+          . ($more ? "    $more\n" : "")
           . "    server llm.test:19210 resolve;\n"
           . "}\n";
-    $c .= "server { listen 127.0.0.$_:19210; return 200 \"b$_\\n\"; }\n" for 2 .. 4;
+    for (2 .. 5) {
+        $c .= "server {\n    listen 127.0.0.$_:19210;\n"
+            . "    location = /metrics { return 200 \"vllm:num_requests_waiting $_\\n"
+            . "vllm:num_requests_running 0\\n\"; }\n"
+            . "    location / { return 200 \"b$_\\n\"; }\n}\n";
+    }
     return $c;
+}
+
+# the status shows the engine's figures read by probes for each backend
+# @_, in any order
+sub probed {
+    my $re = join '', map { "(?=.*\"name\":\"127\\.0\\.0\\.$_:19210\"[^{}]*\"engine\":\\{\"waiting\":$_,)" } @_;
+    return qr/\A$re/s;
 }
 
 dns_server(19253, "127.0.0.2", "127.0.0.3");
@@ -149,3 +164,34 @@ main::listed(2, 3, 4);
 ["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: (HIT [1-9]\\d*|SPILL 0) \\d+"]
 --- response_body_like eval
 ["^b[234]\$", "^b[234]\$"]
+
+
+
+=== TEST 5: engine probes poll the servers the name gives
+Each backend's metrics page says n requests wait on backend n: the status
+shows each server's reading.
+--- http_config eval: main::llm("", "", "prefix_route_probe interval=100ms timeout=300ms fails=2;")
+--- init
+PrefixRoute::wait_for_old_workers();
+main::listed(2, 3, 4);
+PrefixRoute::wait_for_status("/status", main::probed(2, 3, 4));
+--- request eval
+["GET /status", main::prompt("C")]
+--- response_body_like eval
+[main::probed(2, 3, 4), "^b[234]\$"]
+
+
+
+=== TEST 6: a new address is probed, those gone no more
+The name gives b4 and b5: b5's reading comes, and requests go to b4 or
+b5 alone.
+--- http_config eval: main::llm("", "", "prefix_route_probe interval=100ms timeout=300ms fails=2;")
+--- init
+PrefixRoute::dns_answer("127.0.0.4", "127.0.0.5");
+PrefixRoute::wait_for_old_workers();
+main::listed(4, 5);
+PrefixRoute::wait_for_status("/status", main::probed(4, 5));
+--- request eval
+["GET /status", main::prompt("A"), main::prompt("B"), main::prompt("D")]
+--- response_body_like eval
+[main::probed(4, 5), ("^b[45]\$") x 3]
