@@ -1178,7 +1178,8 @@ ngx_http_prefix_route_place(ngx_http_prefix_route_srv_conf_t *prcf,
  * the positions by peer slot and a balancer call's scratch.  A server
  * that left the lists keeps its record and its blocks, which age out of
  * the index as capacity and memory need (docs/design.md, "nginx
- * versions").  The caller holds the peers lock.  Returns NGX_OK, or
+ * versions").  The caller holds both lists' locks
+ * (ngx_http_prefix_route_lists_rlock()).  Returns NGX_OK, or
  * NGX_ERROR when no memory is left for the view: it stays as it was, and
  * the caller balances by round robin.
  */
@@ -1505,23 +1506,32 @@ ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
         return NGX_ERROR;
     }
 
+    ctx->conf = ngx_http_conf_upstream_srv_conf(us,
+                                                ngx_http_prefix_route_module);
+    ctx->request = r;
+    ngx_http_set_ctx(r, ctx, ngx_http_prefix_route_module);
+
+    /*
+     * the prompt first: round robin's snapshot of the lists, below, is
+     * then as close to the choice as its own ("resolve" changes them)
+     */
+
+    ngx_http_prefix_route_prepare(r, ctx);
+
     r->upstream->peer.data = &ctx->rrp;
 
     if (ngx_http_upstream_init_round_robin_peer(r, us) != NGX_OK) {
         return NGX_ERROR;
     }
 
-    ctx->conf = ngx_http_conf_upstream_srv_conf(us,
-                                                ngx_http_prefix_route_module);
-
     /* a view that cannot follow (no memory) sends it to round robin */
 
     if (ctx->conf->resolve) {
         peers = us->peer.data;
 
-        ngx_http_upstream_rr_peers_rlock(peers);
+        ngx_http_prefix_route_lists_rlock(peers);
         (void) ngx_http_prefix_route_follow(ctx->conf, peers);
-        ngx_http_upstream_rr_peers_unlock(peers);
+        ngx_http_prefix_route_lists_unlock(peers);
     }
 
     if (ctx->conf->shadow) {
@@ -1553,11 +1563,6 @@ ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
 
     r->upstream->peer.get = ngx_http_prefix_route_get_peer;
     r->upstream->peer.free = ngx_http_prefix_route_free_peer;
-
-    ctx->request = r;
-    ngx_http_set_ctx(r, ctx, ngx_http_prefix_route_module);
-
-    ngx_http_prefix_route_prepare(r, ctx);
 
     cln = ngx_pool_cleanup_add(r->pool, 0);
     if (cln == NULL) {
@@ -1931,11 +1936,14 @@ ngx_http_prefix_route_usable(ngx_http_prefix_route_ctx_t *ctx,
     n = i / (8 * sizeof(uintptr_t));
     m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
 
+    /* a single server is never failed, as round robin has it */
+
     return !(ctx->rrp.tried[n] & m)
            && !peer->down
-           && !(peer->max_fails
-                && peer->fails >= peer->max_fails
-                && now - peer->checked <= peer->fail_timeout)
+           && (ctx->rrp.peers->single
+               || !(peer->max_fails
+                    && peer->fails >= peer->max_fails
+                    && now - peer->checked <= peer->fail_timeout))
            && !(peer->max_conns && peer->conns >= peer->max_conns)
            && !(passed
                 && ngx_http_prefix_route_passed_over(ctx->conf, peer, sp,

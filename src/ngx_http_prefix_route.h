@@ -37,6 +37,24 @@
 #endif
 
 
+/*
+ * Both of round robin's lists of an upstream ("peers", the primary one)
+ * read-locked, the primary first: "resolve" changes a backup list under
+ * its own lock.
+ */
+#define ngx_http_prefix_route_lists_rlock(peers)                              \
+    ngx_http_upstream_rr_peers_rlock(peers);                                  \
+    if ((peers)->next) {                                                      \
+        ngx_http_upstream_rr_peers_rlock((peers)->next);                      \
+    }
+
+#define ngx_http_prefix_route_lists_unlock(peers)                             \
+    if ((peers)->next) {                                                      \
+        ngx_http_upstream_rr_peers_unlock((peers)->next);                     \
+    }                                                                         \
+    ngx_http_upstream_rr_peers_unlock(peers)
+
+
 /* prefix_route_probe: the engines' metrics pages, ..._probe.c */
 typedef struct {
     ngx_str_t                           uri;         /* uri= */
@@ -160,7 +178,8 @@ ngx_uint_t ngx_http_prefix_route_passed_over(
 /*
  * With "resolve" (nginx 1.27.3+), makes this worker's view of the servers
  * (the arrays above) follow round robin's lists "peers" in the upstream's
- * zone when they changed (..._module.c); the caller holds their lock.
+ * zone when they changed (..._module.c); the caller holds
+ * both lists' locks (ngx_http_prefix_route_lists_rlock()).
  * Returns NGX_OK, or NGX_ERROR when no memory was left for it (the view
  * stays as it was).  Without "resolve" the view is the configuration's.
  */

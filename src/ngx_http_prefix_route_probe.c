@@ -344,7 +344,7 @@ ngx_http_prefix_route_probe_follow(ngx_http_prefix_route_prober_t *pr)
     peers = prcf->upstream->peer.data;
     rc = NGX_OK;
 
-    ngx_http_upstream_rr_peers_rlock(peers);
+    ngx_http_prefix_route_lists_rlock(peers);
 
     if (ngx_http_prefix_route_follow(prcf, peers) != NGX_OK) {
         rc = NGX_ERROR;
@@ -407,7 +407,7 @@ ngx_http_prefix_route_probe_follow(ngx_http_prefix_route_prober_t *pr)
 
 done:
 
-    ngx_http_upstream_rr_peers_unlock(peers);
+    ngx_http_prefix_route_lists_unlock(peers);
 
     return rc;
 }

@@ -454,10 +454,10 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
 
         peers = uscfp[i]->peer.data;
 
-        ngx_http_upstream_rr_peers_rlock(peers);
+        ngx_http_prefix_route_lists_rlock(peers);
 
         if (ngx_http_prefix_route_status_room(r, prcf, peers, st) != NGX_OK) {
-            ngx_http_upstream_rr_peers_unlock(peers);
+            ngx_http_prefix_route_lists_unlock(peers);
             return NGX_ERROR;
         }
 
@@ -553,7 +553,7 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
                     + 6 * (st->name->len + NGX_HTTP_PREFIX_ROUTE_MODEL_NAME));
 
         ngx_shmtx_unlock(&shpool->mutex);
-        ngx_http_upstream_rr_peers_unlock(peers);
+        ngx_http_prefix_route_lists_unlock(peers);
     }
 
     return NGX_OK;
@@ -612,7 +612,7 @@ ngx_http_prefix_route_status_room(ngx_http_request_t *r,
  * The peers of both lists with their round robin state (per worker unless
  * the upstream has a "zone") and their shared figures, a server line that
  * repeats an earlier one's address left out (its figures are that line's).
- * The caller holds the peers lock and, inside it, the zone mutex.
+ * The caller holds both lists' locks and, inside them, the zone mutex.
  */
 
 static void

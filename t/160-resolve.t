@@ -19,6 +19,7 @@ use Test::Nginx::Socket 'no_plan';
 use FindBin;
 use lib $FindBin::Bin;
 use PrefixRoute;
+use IO::Socket::INET;
 
 # each prompt's backend ("b3\n"), from the blocks before
 our %Where;
@@ -72,9 +73,21 @@ sub llm {
         $c .= "server {\n    listen 127.0.0.$_:19210;\n"
             . "    location = /metrics { return 200 \"vllm:num_requests_waiting $_\\n"
             . "vllm:num_requests_running 0\\n\"; }\n"
+            . "    location = /fail { return 502; }\n"
             . "    location / { return 200 \"b$_\\n\"; }\n}\n";
     }
     return $c;
+}
+
+# GET $uri of the nginx under test; its status code
+sub get {
+    my $uri = shift;
+    my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $Test::Nginx::Util::ServerPort)
+        or die "cannot connect: $!\n";
+    print $c "GET $uri HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    my $line = <$c> // '';
+    return $line =~ m{^HTTP/\S+ (\d+)} ? $1 : 0;
 }
 
 # the status shows the engine's figures read by probes for each backend
@@ -91,7 +104,9 @@ add_block_preprocessor(sub {
     $block->set_value("skip_nginx", "3: < 1.27.3") unless defined $block->skip_nginx;
     $block->set_value("main_config", $LoadModule) unless defined $block->main_config;
     $block->set_value("http_config", llm()) unless defined $block->http_config;
-    $block->set_value("config", ::proxy() . "location = /status { prefix_route_status; }\n")
+    $block->set_value("config", ::proxy() . "location = /status { prefix_route_status; }\n"
+                      . "location = /fail {\n    proxy_pass http://llm;\n"
+                      . "    proxy_next_upstream error timeout http_502;\n}\n")
         unless defined $block->config;
     $block->set_value("no_error_log", $NoErrorLog) unless defined $block->no_error_log;
 });
@@ -195,3 +210,25 @@ PrefixRoute::wait_for_status("/status", main::probed(4, 5));
 ["GET /status", main::prompt("A"), main::prompt("B"), main::prompt("D")]
 --- response_body_like eval
 [main::probed(4, 5), ("^b[45]\$") x 3]
+
+
+
+=== TEST 7: the one server left is used though it failed a moment before
+As with round robin, a single server is never failed (max_fails): b4 and
+b5 each fail a request (a 502 counted as a failure, max_fails=1,
+fail_timeout=10s: the first attempt of each of two requests; the second
+finds no live server, an [error] line), then the name gives b5 alone,
+which takes the next prompt.
+--- init
+PrefixRoute::wait_for_old_workers();
+main::listed(4, 5);
+main::get("/fail") == 502 or die "GET /fail was answered\n" for 1, 2;
+PrefixRoute::dns_answer("127.0.0.5");
+main::listed(5);
+--- request eval
+main::prompt("E")
+--- response_body
+b5
+--- no_error_log
+[alert]
+[crit]
