@@ -1044,6 +1044,16 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     oldest = ngx_http_prefix_route_index_oldest(&prcf->index,
                                                 oprcf ? oprcf->index.gen : 0);
 
+    /*
+     * no process runs a configuration older than that, nor will: the
+     * workers reuse the records only those named for the new addresses
+     * of "server name resolve" (ngx_http_prefix_route_follow())
+     */
+
+    if (oldest > sh->unused) {
+        sh->unused = oldest;
+    }
+
     for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
     {
         for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
@@ -1347,11 +1357,9 @@ ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
                  peer = peer->next, i++)
             {
                 if (prcf->shared[b][i] == NULL) {
-
-                    /* 0: no record is reused here, only in a reload */
-
                     prcf->shared[b][i] = ngx_http_prefix_route_index_peer(idx,
-                                                  &peer->name, 0, &reused);
+                                                  &peer->name,
+                                                  idx->sh->unused, &reused);
                     if (prcf->shared[b][i] == NULL) {
                         roomless++;
                         continue;
@@ -1371,7 +1379,9 @@ ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
                 ngx_http_prefix_route_shadow_name(&name, shadow, peer);
 
                 prcf->vshared[i] = ngx_http_prefix_route_index_peer(idx,
-                                                        &name, 0, &reused);
+                                                        &name,
+                                                        idx->sh->unused,
+                                                        &reused);
                 if (prcf->vshared[i] != NULL) {
                     ngx_http_prefix_route_index_capacity(idx,
                                                          prcf->vshared[i],
@@ -1388,6 +1398,16 @@ ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_http_prefix_route_place(prcf, peers);
 
     prcf->config = *peers->config;
+
+    if (reused) {
+        ngx_http_prefix_route_mend_soon(idx);
+
+        ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
+                      "prefix_route zone \"%V\": %ui record(s) of servers "
+                      "no running configuration has were reused for new "
+                      "servers of upstream \"%V\", their blocks dropped",
+                      &prcf->shm_zone->shm.name, reused, peers->name);
+    }
 
     if (roomless) {
         ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,

@@ -368,6 +368,12 @@ typedef struct {
     uint32_t                         floor;     /* the oldest configuration
                                                    of a process that found
                                                    no entry; 0: none */
+    uint32_t                         unused;    /* the oldest configuration
+                                                   running at the master's
+                                                   last reload: records
+                                                   only older ones named
+                                                   are free to reuse, in
+                                                   the workers too */
     ngx_http_prefix_route_proc_t     procs[NGX_HTTP_PREFIX_ROUTE_PROCS];
 
     /* the engines' usage counted by records since reused, for the charts */

@@ -57,7 +57,7 @@ sub listed {
 
 # upstream llm, with the method given before prefix_route ("least_conn;"),
 # the parameters after it ("shadow") and its other directives
-# ("prefix_route_probe ...;"), and the backends b2 to b5, whose metrics
+# ("prefix_route_probe ...;"), and the backends b2 to b6, whose metrics
 # page says that n requests wait on backend n
 sub llm {
     my ($method, $params, $more) = @_;
@@ -69,7 +69,7 @@ sub llm {
           . ($more ? "    $more\n" : "")
           . "    server llm.test:19210 resolve;\n"
           . "}\n";
-    for (2 .. 5) {
+    for (2 .. 6) {
         $c .= "server {\n    listen 127.0.0.$_:19210;\n"
             . "    location = /metrics { return 200 \"vllm:num_requests_waiting $_\\n"
             . "vllm:num_requests_running 0\\n\"; }\n"
@@ -78,6 +78,18 @@ sub llm {
     }
     return $c;
 }
+
+# the zone's server records, as the status has them
+sub records {
+    my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $Test::Nginx::Util::ServerPort)
+        or die "cannot connect: $!\n";
+    print $c "GET /status HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    my ($n) = join('', <$c>) =~ /"records":(\d+)/ or die "no records in the status\n";
+    return $n;
+}
+
+our $Records;
 
 # GET $uri of the nginx under test; its status code
 sub get {
@@ -232,3 +244,32 @@ b5
 --- no_error_log
 [alert]
 [crit]
+
+
+
+=== TEST 8: a reload: the records of b2, b3 and b4, whose addresses the name no longer gives, are named by configurations still running
+--- init
+PrefixRoute::wait_for_old_workers();
+main::listed(5);
+--- request eval
+main::prompt("E")
+--- response_body
+b5
+
+
+
+=== TEST 9: the next reload, once the workers before have exited: a new address takes a record no running configuration names
+Records are reused, not made: the zone's count stays (a notice says so,
+logged while --- init waits for the status to list the address).
+--- init
+PrefixRoute::wait_for_old_workers();
+main::listed(5);
+$main::Records = main::records();
+PrefixRoute::dns_answer("127.0.0.5", "127.0.0.6");
+main::listed(5, 6);
+--- request eval
+["GET /status", main::prompt("F")]
+--- response_body_filters eval
+[[sub { my ($n) = $_[0] =~ /"records":(\d+)/; $n == $main::Records ? "as many records\n" : "records: $main::Records, then $n\n" }], [sub { $_[0] }]]
+--- response_body_like eval
+["^as many records\n\$", "^b[56]\$"]
