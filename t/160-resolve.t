@@ -19,7 +19,6 @@ use Test::Nginx::Socket 'no_plan';
 use FindBin;
 use lib $FindBin::Bin;
 use PrefixRoute;
-use IO::Socket::INET;
 
 # each prompt's backend ("b3\n"), from the blocks before
 our %Where;
@@ -81,25 +80,16 @@ sub llm {
 
 # the zone's server records, as the status has them
 sub records {
-    my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                  PeerPort => $Test::Nginx::Util::ServerPort)
-        or die "cannot connect: $!\n";
-    print $c "GET /status HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    my ($n) = join('', <$c>) =~ /"records":(\d+)/ or die "no records in the status\n";
+    my ($n) = PrefixRoute::http_get("/status") =~ /"records":(\d+)/
+        or die "no records in the status\n";
     return $n;
 }
 
 our $Records;
 
-# GET $uri of the nginx under test; its status code
+# the status code of GET $uri, 0 when nginx cannot be reached
 sub get {
-    my $uri = shift;
-    my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                  PeerPort => $Test::Nginx::Util::ServerPort)
-        or die "cannot connect: $!\n";
-    print $c "GET $uri HTTP/1.0\r\nHost: localhost\r\n\r\n";
-    my $line = <$c> // '';
-    return $line =~ m{^HTTP/\S+ (\d+)} ? $1 : 0;
+    return PrefixRoute::http_get(shift) =~ m{^HTTP/\S+ (\d+)} ? $1 : 0;
 }
 
 # the status shows the engine's figures read by probes for each backend

@@ -30,7 +30,7 @@ use FindBin;
 our @EXPORT = qw(
     $LoadModule $LoadEcho $NoErrorLog
     addr upstream backends routes proxy fan long_uptime
-    dns_server dns_answer wait_for_status
+    dns_server dns_answer http_get wait_for_status
 );
 our @EXPORT_OK = qw(text chat chat_body sys user asst full_blocks);
 our %EXPORT_TAGS = (prompts => [@EXPORT_OK]);
@@ -202,20 +202,25 @@ sub dns_answer {
     rename "$DnsFile.tmp", $DnsFile or die "$DnsFile: $!\n";
 }
 
+# GET $uri of the nginx under test: the whole response (status line,
+# headers, body), "" when it cannot be reached
+sub http_get {
+    my $uri = shift;
+    require IO::Socket::INET;
+    my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
+                                  PeerPort => $Test::Nginx::Util::ServerPort)
+        or return "";
+    print $c "GET $uri HTTP/1.0\r\nHost: localhost\r\n\r\n";
+    return join '', <$c>;
+}
+
 # polls GET $uri of the nginx under test (10 s at most) until its response
 # matches $re, a regexp or a sub given the response that returns true
 sub wait_for_status {
     my ($uri, $re) = @_;
     my $ok = ref $re eq 'CODE' ? $re : sub { $_[0] =~ $re };
-    require IO::Socket::INET;
     for (1 .. 200) {
-        my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1',
-                                      PeerPort => $Test::Nginx::Util::ServerPort);
-        if ($c) {
-            print $c "GET $uri HTTP/1.0\r\nHost: localhost\r\n\r\n";
-            my $body = join '', <$c>;
-            return if $ok->($body);
-        }
+        return if $ok->(http_get($uri));
         select undef, undef, undef, 0.05;
     }
     die "GET $uri did not match $re in 10 s\n";
