@@ -211,6 +211,8 @@ static void ngx_http_prefix_route_place(
 static void ngx_http_prefix_route_unfollow(void *data);
 static ngx_http_prefix_route_peer_t *ngx_http_prefix_route_known(
     ngx_http_prefix_route_peer_t **known, ngx_uint_t n, ngx_str_t *name);
+static int ngx_libc_cdecl ngx_http_prefix_route_known_cmp(const void *one,
+    const void *two);
 static void ngx_http_prefix_route_shadow_name(ngx_str_t *name, u_char *buf,
     ngx_http_upstream_rr_peer_t *peer);
 #endif
@@ -1272,6 +1274,19 @@ ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
                    prcf->number[0] * sizeof(ngx_http_prefix_route_peer_t *));
     }
 
+    /* by the hash of their names, without the servers the zone had not */
+
+    for (i = 0, b = 0; i < nknown; i++) {
+        if (known[i] != NULL) {
+            known[b++] = known[i];
+        }
+    }
+
+    nknown = b;
+
+    ngx_qsort(known, nknown, sizeof(ngx_http_prefix_route_peer_t *),
+              ngx_http_prefix_route_known_cmp);
+
     /* the arrays by position, made larger as the lists grow */
 
     if (n > prcf->room) {
@@ -1435,24 +1450,66 @@ ngx_http_prefix_route_unfollow(void *data)
 }
 
 
-/* the record named "name" among the n "known" ones (NULLs too), or NULL */
+/*
+ * The record named "name" among the n "known" ones, sorted by the hash of
+ * their names (ngx_http_prefix_route_known_cmp()), or NULL.
+ */
 
 static ngx_http_prefix_route_peer_t *
 ngx_http_prefix_route_known(ngx_http_prefix_route_peer_t **known,
     ngx_uint_t n, ngx_str_t *name)
 {
-    ngx_uint_t  i;
+    uint32_t     hash;
+    ngx_uint_t   lo, hi, mid;
 
-    for (i = 0; i < n; i++) {
-        if (known[i] != NULL
-            && known[i]->len == name->len
-            && ngx_memcmp(known[i]->name, name->data, name->len) == 0)
-        {
-            return known[i];
+    hash = ngx_crc32_short(name->data, name->len);
+
+    /* the first of those whose hash is not below "hash" */
+
+    lo = 0;
+    hi = n;
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+
+        if (known[mid]->sn.node.key < hash) {
+            lo = mid + 1;
+
+        } else {
+            hi = mid;
         }
     }
 
+    while (lo < n && known[lo]->sn.node.key == hash) {
+        if (ngx_memn2cmp(known[lo]->name, name->data, known[lo]->sn.str.len,
+                         name->len)
+            == 0)
+        {
+            return known[lo];
+        }
+
+        lo++;
+    }
+
     return NULL;
+}
+
+
+/*
+ * Orders records by the hash of their names (read without the zone mutex:
+ * a record's name does not change while a running configuration names
+ * it, docs/design.md, "nginx versions").
+ */
+
+static int ngx_libc_cdecl
+ngx_http_prefix_route_known_cmp(const void *one, const void *two)
+{
+    ngx_rbtree_key_t  a, b;
+
+    a = (*(ngx_http_prefix_route_peer_t **) one)->sn.node.key;
+    b = (*(ngx_http_prefix_route_peer_t **) two)->sn.node.key;
+
+    return (a > b) - (a < b);
 }
 
 

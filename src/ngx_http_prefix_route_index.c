@@ -66,7 +66,7 @@ struct ngx_http_prefix_route_holder_s {
 
 /* the version of the structs above and in the header, kept in the zone */
 #define NGX_HTTP_PREFIX_ROUTE_LAYOUT                                         \
-    (0x50520400 + sizeof(ngx_http_prefix_route_sh_t)                         \
+    (0x50520500 + sizeof(ngx_http_prefix_route_sh_t)                         \
      + sizeof(ngx_http_prefix_route_peer_t)                                  \
      + sizeof(ngx_http_prefix_route_entry_t)                                 \
      + sizeof(ngx_http_prefix_route_holder_t))
@@ -184,7 +184,12 @@ static ngx_uint_t ngx_http_prefix_route_index_slice(
     ngx_http_prefix_route_index_t *idx);
 static void ngx_http_prefix_route_index_reuse(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
-    ngx_str_t *name);
+    ngx_str_t *name, uint32_t hash);
+static void ngx_http_prefix_route_index_named(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
+    uint32_t gen);
+static void ngx_http_prefix_route_index_rename(
+    ngx_http_prefix_route_index_t *idx);
 static void ngx_http_prefix_route_index_doom(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer);
 static ngx_uint_t ngx_http_prefix_route_index_doomed(
@@ -367,6 +372,9 @@ ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_link_init(idx, &sh->lru);
     ngx_http_prefix_route_link_init(idx, &sh->hot);
     ngx_queue_init(&sh->peers);
+
+    /* a function of nginx itself: its address is the same in every process */
+    ngx_rbtree_init(&sh->names, &sh->sentinel, ngx_str_rbtree_insert_value);
 
     shpool->data = sh;
 
@@ -614,12 +622,41 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
     ngx_str_t *name, uint32_t oldest, ngx_uint_t *reused)
 {
     size_t                          size, cells, alloc;
+    uint32_t                        hash;
     ngx_queue_t                    *q;
+    ngx_str_node_t                 *sn;
     ngx_http_prefix_route_sh_t     *sh;
-    ngx_http_prefix_route_peer_t   *peer, *spare, **slots, **old;
+    ngx_http_prefix_route_peer_t   *peer, **slots, **old;
 
     sh = idx->sh;
-    spare = NULL;
+
+    if (sh->naming) {
+        ngx_http_prefix_route_index_rename(idx);
+    }
+
+    hash = ngx_crc32_short(name->data, name->len);
+
+    sn = ngx_str_rbtree_lookup(&sh->names, name, hash);
+
+    if (sn != NULL) {
+        peer = (ngx_http_prefix_route_peer_t *) sn;
+
+        if (peer->named < idx->gen) {
+            sh->naming = 1;
+            ngx_queue_remove(&peer->queue);
+            ngx_http_prefix_route_kill_point();
+            ngx_http_prefix_route_index_named(idx, peer, idx->gen);
+            sh->naming = 0;
+        }
+
+        return peer;
+    }
+
+    /*
+     * a record no running configuration names goes before a new one:
+     * records stay as many as two configurations name, not one a server
+     * a deploy of new addresses ever brought; the oldest come first
+     */
 
     for (q = ngx_queue_head(&sh->peers);
          q != ngx_queue_sentinel(&sh->peers);
@@ -627,32 +664,15 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
     {
         peer = ngx_queue_data(q, ngx_http_prefix_route_peer_t, queue);
 
-        if (peer->len == name->len
-            && ngx_memcmp(peer->name, name->data, name->len) == 0)
-        {
-            if (peer->named < idx->gen) {
-                peer->named = idx->gen;
-            }
+        if (peer->named >= oldest) {
+            break;
+        }
 
+        if (peer->room >= name->len) {
+            ngx_http_prefix_route_index_reuse(idx, peer, name, hash);
+            (*reused)++;
             return peer;
         }
-
-        if (spare == NULL && peer->named < oldest && peer->room >= name->len)
-        {
-            spare = peer;
-        }
-    }
-
-    /*
-     * a record no running configuration names goes before a new one:
-     * records stay as many as two configurations name, not one a server
-     * a deploy of new addresses ever brought
-     */
-
-    if (spare != NULL) {
-        ngx_http_prefix_route_index_reuse(idx, spare, name);
-        (*reused)++;
-        return spare;
     }
 
     if (sh->npeers == NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS) {
@@ -738,15 +758,24 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
     peer->cells = (ngx_http_prefix_route_cell_t *) ((u_char *) peer + size);
     peer->room = size - offsetof(ngx_http_prefix_route_peer_t, name);
     peer->named = idx->gen;
-    peer->len = name->len;
     ngx_memcpy(peer->name, name->data, name->len);
 
+    peer->sn.node.key = hash;
+    peer->sn.str.len = name->len;
+    peer->sn.str.data = peer->name;
+
+    sh->naming = 1;
     sh->slots[peer->slot] = peer;
 
     ngx_http_prefix_route_order();
 
     sh->npeers++;
-    ngx_queue_insert_tail(&sh->peers, &peer->queue);
+    ngx_http_prefix_route_kill_point();
+
+    ngx_rbtree_insert(&sh->names, &peer->sn.node);
+    ngx_http_prefix_route_kill_point();
+    ngx_http_prefix_route_index_named(idx, peer, idx->gen);
+    sh->naming = 0;
 
 done:
 
@@ -765,7 +794,7 @@ done:
 
 static void
 ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_peer_t *peer, ngx_str_t *name)
+    ngx_http_prefix_route_peer_t *peer, ngx_str_t *name, uint32_t hash)
 {
     peer->stale = 0;
     peer->over = 0;
@@ -794,9 +823,92 @@ ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
     ngx_memzero(&peer->errors, sizeof(ngx_http_prefix_route_errors_t));
     ngx_memzero(peer->gauges, sizeof(peer->gauges));
 
-    peer->named = idx->gen;
-    peer->len = name->len;
+    idx->sh->naming = 1;
+
+    ngx_rbtree_delete(&idx->sh->names, &peer->sn.node);
+    ngx_http_prefix_route_kill_point();
+    ngx_queue_remove(&peer->queue);
+    ngx_http_prefix_route_kill_point();
+
     ngx_memcpy(peer->name, name->data, name->len);
+    peer->sn.node.key = hash;
+    peer->sn.str.len = name->len;
+    ngx_http_prefix_route_kill_point();
+
+    ngx_rbtree_insert(&idx->sh->names, &peer->sn.node);
+    ngx_http_prefix_route_kill_point();
+    ngx_http_prefix_route_index_named(idx, peer, idx->gen);
+
+    idx->sh->naming = 0;
+}
+
+
+/*
+ * Marks "peer", out of sh->peers, named by the configuration "gen" and
+ * puts it back in the order of "named": after the last record named by
+ * "gen" or before it, which is the tail unless a worker of a configuration
+ * older than the newest names a server.  The caller holds the zone mutex.
+ */
+
+static void
+ngx_http_prefix_route_index_named(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer, uint32_t gen)
+{
+    ngx_queue_t                   *q;
+    ngx_http_prefix_route_peer_t  *p;
+
+    peer->named = gen;
+
+    for (q = ngx_queue_last(&idx->sh->peers);
+         q != ngx_queue_sentinel(&idx->sh->peers);
+         q = ngx_queue_prev(q))
+    {
+        p = ngx_queue_data(q, ngx_http_prefix_route_peer_t, queue);
+
+        if (p->named <= gen) {
+            break;
+        }
+    }
+
+    ngx_http_prefix_route_kill_point();
+    ngx_queue_insert_after(q, &peer->queue);
+}
+
+
+/*
+ * Makes the records' tree by name and their order again from sh->slots,
+ * after a worker died changing them (sh->naming found set): a few
+ * thousand records at most.  The caller holds the zone mutex.
+ */
+
+static void
+ngx_http_prefix_route_index_rename(ngx_http_prefix_route_index_t *idx)
+{
+    ngx_uint_t                     i;
+    ngx_http_prefix_route_sh_t    *sh;
+    ngx_http_prefix_route_peer_t  *peer;
+
+    sh = idx->sh;
+
+    ngx_rbtree_init(&sh->names, &sh->sentinel, ngx_str_rbtree_insert_value);
+    ngx_queue_init(&sh->peers);
+
+    for (i = 0; i < sh->npeers; i++) {
+        peer = sh->slots[i];
+
+        peer->sn.node.key = ngx_crc32_short(peer->name, peer->sn.str.len);
+        peer->sn.str.data = peer->name;
+
+        ngx_rbtree_insert(&sh->names, &peer->sn.node);
+        ngx_http_prefix_route_index_named(idx, peer, peer->named);
+    }
+
+    sh->naming = 0;
+
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                  "prefix_route: a worker died while changing the server "
+                  "records; the zone's %ui records were put in order again",
+                  sh->npeers);
 }
 
 
@@ -1037,16 +1149,16 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
             }
 
             ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
-                          "prefix_route: the blocks of server %*s, whose "
+                          "prefix_route: the blocks of server %V, whose "
                           "engine restarted, are all dropped",
-                          peer->len, peer->name);
+                          &peer->sn.str);
 
         } else {
             ngx_log_error(NGX_LOG_ALERT, ngx_cycle->log, 0,
-                          "prefix_route: %ui blocks of server %*s, whose "
+                          "prefix_route: %ui blocks of server %V, whose "
                           "engine restarted, cannot be dropped: the index "
                           "is in error (status ?check=1)",
-                          peer->blocks, peer->len, peer->name);
+                          peer->blocks, &peer->sn.str);
         }
     }
 
@@ -2337,9 +2449,10 @@ ngx_int_t
 ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
     ngx_pool_t *pool, ngx_log_t *log)
 {
+    uint32_t                          named;
     uintptr_t                        *byaddr, key, *pu, *ph;
     ngx_uint_t                        b, i, s, nh, nt, ne, nc, nu, kids, bad;
-    ngx_uint_t                        seen[11];
+    ngx_uint_t                        seen[12];
     uint32_t                          tenants[2][NGX_HTTP_PREFIX_ROUTE_TENANTS];
     ngx_queue_t                      *q;
     ngx_http_prefix_route_sh_t       *sh;
@@ -2348,7 +2461,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_entry_t    *e, *p;
     ngx_http_prefix_route_holder_t   *h, *u;
 
-    static const char  *what[11] = {
+    static const char  *what[12] = {
         "entries in the table and their count differ",
         "an entry's holders or children are miscounted",
         "a holder is linked from another entry or peer",
@@ -2360,7 +2473,9 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         "a holder is in the other segment's list, or protected holders "
         "are miscounted",
         "a tenant's entries or protected holders are miscounted",
-        "a list's links back differ from its links forward"
+        "a list's links back differ from its links forward",
+        "a server record is not found by its name, or is out of the "
+        "order of the configurations naming it"
     };
 
     /* a change a killed worker left is mended first, all of it */
@@ -2370,6 +2485,11 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
     }
 
     sh = idx->sh;
+
+    if (sh->naming) {
+        ngx_http_prefix_route_index_rename(idx);
+    }
+
     bad = 0;
     ngx_memzero(seen, sizeof(seen));
     ngx_memzero(tenants, sizeof(tenants));
@@ -2385,6 +2505,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
     /* each peer's list: its holders and their count */
 
     i = 0;
+    named = 0;
 
     for (q = ngx_queue_head(&sh->peers);
          q != ngx_queue_sentinel(&sh->peers);
@@ -2397,6 +2518,17 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
             ngx_http_prefix_route_bad(2);
             continue;
         }
+
+        if (peer->named < named
+            || peer->sn.str.data != peer->name
+            || (ngx_str_node_t *) peer
+               != ngx_str_rbtree_lookup(&sh->names, &peer->sn.str,
+                                        peer->sn.node.key))
+        {
+            ngx_http_prefix_route_bad(11);
+        }
+
+        named = peer->named;
 
         nh = 0;
 
@@ -2626,7 +2758,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 
 #undef ngx_http_prefix_route_bad
 
-    for (i = 0; i < 11; i++) {
+    for (i = 0; i < 12; i++) {
         if (seen[i]) {
             ngx_log_error(NGX_LOG_ALERT, log, 0,
                           "prefix_route index check: %s (%ui times)",

@@ -173,7 +173,10 @@ typedef struct {
  * that a reload with the same servers keeps its blocks and figures.
  */
 typedef struct {
-    ngx_queue_t                      queue;     /* in sh->peers */
+    ngx_str_node_t                   sn;        /* in sh->names: the name's
+                                                   ngx_crc32_short(), the
+                                                   name itself */
+    ngx_queue_t                      queue;     /* in sh->peers, by named */
     ngx_http_prefix_route_link_t     lru;       /* holders, newest first */
     ngx_uint_t                       slot;      /* number in the zone */
     ngx_uint_t                       blocks;    /* holders of this peer */
@@ -211,8 +214,8 @@ typedef struct {
                                                    configuration naming it,
                                                    sh->gen's number */
     size_t                           room;      /* bytes for the name */
-    size_t                           len;
-    u_char                           name[1];   /* e.g. addr:port */
+    u_char                           name[1];   /* e.g. addr:port, of
+                                                   sn.str.len bytes */
 } ngx_http_prefix_route_peer_t;
 
 
@@ -317,7 +320,13 @@ typedef struct {
     ngx_uint_t                       shift;     /* 64 - log2(buckets) */
     uint64_t                         secret;
 
-    ngx_queue_t                      peers;
+    ngx_queue_t                      peers;     /* oldest "named" first */
+    ngx_rbtree_t                     names;     /* peers by name */
+    ngx_rbtree_node_t                sentinel;
+    ngx_uint_t                       naming;    /* names or peers being
+                                                   changed: found set, its
+                                                   worker died, both are
+                                                   made again from slots */
     ngx_http_prefix_route_peer_t   **slots;     /* peers by slot */
     ngx_uint_t                       npeers;    /* slots given to peers */
     ngx_uint_t                       nslots;    /* room in slots[] */
@@ -491,8 +500,9 @@ void ngx_http_prefix_route_index_enter(ngx_http_prefix_route_index_t *idx);
 void ngx_http_prefix_route_index_leave(ngx_http_prefix_route_index_t *idx);
 
 /*
- * Finds the shared record of the peer named "name", marks it named by the
- * configuration idx->gen, or creates it.  Before it takes a new slot or
+ * Finds the shared record of the peer named "name" (a tree by name,
+ * nginx's ngx_str_rbtree), marks it named by the configuration idx->gen,
+ * or creates it.  Before it takes a new slot or
  * memory it reuses a record that only configurations older than "oldest"
  * (ngx_http_prefix_route_index_oldest()) named: its counters start at 0,
  * its blocks go in slices as a restarted engine's do, and *reused is

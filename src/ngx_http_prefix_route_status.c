@@ -187,8 +187,8 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
       "requests are routed without it, by load; else 0." },
     { "records", "server_records", "gauge",
       "Server records in the zone, at most 4095: the running "
-      "configurations' servers, and servers gone, whose records a reload "
-      "reuses once no process runs a configuration naming them." },
+      "configurations' servers, and servers gone, whose records are "
+      "reused once no process runs a configuration naming them." },
     { "prompt_bytes", "prompt_bytes_total", "counter",
       "Bytes of canonical prompt considered." },
     { "matched_bytes", "matched_bytes_total", "counter",

@@ -9,13 +9,14 @@ UNIT_CFLAGS =   -g -O1 -W -Wall -Wpointer-arith -Wno-unused-parameter \
                 $(addprefix -I $(NGX_BUILD)/,src/core src/event src/os/unix objs)
 UNIT_TESTS =    $(patsubst t/unit/%.c,$(BUILD)/unit/%,$(wildcard t/unit/*.c))
 UNIT_LINK =     $(STAGE) src/ngx_http_prefix_route_choice.c -ljansson -lxxhash
-# the index test links nginx's own slab, rbtree, shmtx and pools
+# the index test links nginx's own slab, rbtree, shmtx, pools and crc32
 NGX_ORIG =      $(BUILD)/nginx-orig/src
 # (with kill points between the index's writes: a worker killed there)
 INDEX_LINK =    $(addprefix src/ngx_http_prefix_route_,index.c load.c \
                 choice.c) t/unit/lib/test_zone.c $(addprefix $(NGX_ORIG)/, \
                 core/ngx_slab.c core/ngx_rbtree.c core/ngx_shmtx.c \
-                core/ngx_palloc.c core/ngx_string.c os/unix/ngx_alloc.c)
+                core/ngx_palloc.c core/ngx_string.c core/ngx_crc32.c \
+                os/unix/ngx_alloc.c)
 $(BUILD)/unit/index_test: UNIT_LINK = $(INDEX_LINK)
 $(BUILD)/unit/index_test: UNIT_CFLAGS += -DNGX_HTTP_PREFIX_ROUTE_KILL_POINTS=1
 FUZZ_BIN =      $(BUILD)/fuzz/prompt_fuzzer

@@ -66,6 +66,8 @@ static ngx_uint_t test_mended_trim(ngx_http_prefix_route_peer_t *peer);
 static void test_killed_pinned(void);
 static void test_sliced(void);
 static void test_reuse(void);
+static void test_named_killed(void);
+static ngx_uint_t test_named_sound(void);
 static ngx_http_prefix_route_peer_t *test_named(char *name, uint32_t gen,
     uint32_t oldest);
 static ngx_uint_t test_sliced_mend(ngx_int_t steps);
@@ -102,6 +104,7 @@ main(void)
     test_killed_pinned();
     test_sliced();
     test_reuse();
+    test_named_killed();
 
     return test_done();
 }
@@ -2454,8 +2457,8 @@ test_reuse(void)
     d = test_named("[2001:db8::4]:8000", 3, 2);
 
     test_ok(d == a && test_reused == 1 && idx.sh->npeers == slots
-            && d->len == sizeof("[2001:db8::4]:8000") - 1
-            && ngx_memcmp(d->name, "[2001:db8::4]:8000", d->len) == 0
+            && d->sn.str.len == sizeof("[2001:db8::4]:8000") - 1
+            && ngx_memcmp(d->name, "[2001:db8::4]:8000", d->sn.str.len) == 0
             && d->requests == 0 && d->cells[0].inflight == 0
             && d->fb.prompt == 0 && idx.sh->gone_prompt == 100
             && idx.sh->gone_cached == 90 && d->wiped == 2 && d->named == 3,
@@ -2641,6 +2644,104 @@ test_reuse(void)
 
     test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 0,
             "no record is reused outside a master");
+}
+
+
+/*
+ * A process killed at each write to the records' tree by name and their
+ * order, as it finds a record for a newer configuration, makes one and
+ * reuses one: the next lookup makes both again from the records, and each
+ * name has one record, found by name.
+ */
+
+static void
+test_named_killed(void)
+{
+    int          status;
+    char         name[160];
+    ngx_pid_t    pid;
+    ngx_uint_t   c, k, bad;
+
+    static char  *what[3] = { "finds a record for a newer configuration",
+                              "makes a record", "reuses a record" };
+
+    for (c = 0; c < 3; c++) {
+        bad = 0;
+
+        for (k = 1; /* void */ ; k++) {
+            test_zone(1 << 20, 0);
+
+            (void) test_named("10.0.0.1:8000", 1, 0);
+            (void) test_named("10.0.0.2:8000", 1, 0);
+            (void) test_named("10.0.0.3:8000", 2, 0);
+
+            pid = fork();
+
+            if (pid == 0) {
+                test_kill = k;
+                (void) test_named(c == 0 ? "10.0.0.1:8000" : "10.0.0.4:8000",
+                                  3, c == 2 ? 2 : 0);
+                _exit(1);
+            }
+
+            (void) waitpid(pid, &status, 0);
+
+            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+                break;
+            }
+
+            bad += !test_named_sound();
+        }
+
+        (void) snprintf(name, sizeof(name), "killed at each of the %u "
+                        "writes as it %s: the records are made sound again "
+                        "(%u not)", (unsigned) (k - 1), what[c],
+                        (unsigned) bad);
+        test_ok(WIFEXITED(status) && WEXITSTATUS(status) == 1 && k > 2
+                && bad == 0, name);
+    }
+}
+
+
+/*
+ * After a kill: a lookup in a configuration that reuses nothing finds
+ * each server's one record, the index and the records' order check clean.
+ * Returns 1 when so.
+ */
+
+static ngx_uint_t
+test_named_sound(void)
+{
+    char                          *names[4] = { "10.0.0.1:8000",
+                                                "10.0.0.2:8000",
+                                                "10.0.0.3:8000",
+                                                "10.0.0.4:8000" };
+    ngx_uint_t                     i, j, n;
+    ngx_http_prefix_route_peer_t  *peer;
+
+    for (i = 0; i < 4; i++) {
+        peer = test_named(names[i], 4, 0);
+
+        if (peer == NULL
+            || peer->sn.str.len != ngx_strlen(names[i])
+            || ngx_memcmp(peer->name, names[i], peer->sn.str.len) != 0)
+        {
+            return 0;
+        }
+
+        for (j = 0, n = 0; j < idx.sh->npeers; j++) {
+            n += (ngx_memn2cmp(idx.sh->slots[j]->name, peer->name,
+                               idx.sh->slots[j]->sn.str.len,
+                               peer->sn.str.len)
+                  == 0);
+        }
+
+        if (n != 1) {
+            return 0;
+        }
+    }
+
+    return test_check() == 0 && idx.sh->naming == 0;
 }
 
 
