@@ -103,6 +103,11 @@ typedef struct {
     ngx_str_t                          addr;     /* a copy: with "resolve"
                                                     the server may go */
     u_char                             data[NGX_SOCKADDR_STRLEN];
+    ngx_str_t                          server;   /* the "server" directive's
+                                                    address or name, a
+                                                    copy */
+    u_char                             sdata[NGX_MAXHOSTNAMELEN
+                                             + sizeof(":65535")];
     ngx_str_t                         *state;
     uint64_t                           v[NGX_HTTP_PREFIX_ROUTE_P_N];
     ngx_http_prefix_route_engine_stat_t  engine;
@@ -662,12 +667,16 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
             ps->addr.data = ps->data;
             ngx_memcpy(ps->data, peer->name.data, ps->addr.len);
             ps->name = &ps->addr;
+            ps->server.len = ngx_min(peer->server.len, sizeof(ps->sdata));
+            ps->server.data = ps->sdata;
+            ngx_memcpy(ps->sdata, peer->server.data, ps->server.len);
             ps->state = &ngx_http_prefix_route_states[state];
             ps->sp = sp;
 
             *size += (NGX_HTTP_PREFIX_ROUTE_P_N + 12)
                      * (160 + NGX_INT64_LEN
-                        + 6 * (st->name->len + peer->name.len));
+                        + 6 * (st->name->len + peer->name.len))
+                     + 32 + 6 * ps->server.len;
 
             if (sp != NULL) {
                 ps->v[NGX_HTTP_PREFIX_ROUTE_P_INFLIGHT] = sp->load.inflight;
@@ -884,8 +893,11 @@ ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
         for (n = 0; n < st[i].npeers; n++) {
             ps = &st[i].peers[n];
 
-            p = ngx_sprintf(p, "%s{\"name\":\"%V\",\"state\":\"%V\"",
-                            n ? "," : "", ps->name, ps->state);
+            p = ngx_sprintf(p, "%s{\"name\":\"%V\",\"server\":\"",
+                            n ? "," : "", ps->name);
+            p = (u_char *) ngx_escape_json(p, ps->server.data,
+                                           ps->server.len);
+            p = ngx_sprintf(p, "\",\"state\":\"%V\"", ps->state);
 
             for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_P_N; k++) {
                 p = ngx_sprintf(p, ",\"%s\":%uL",
@@ -1194,6 +1206,19 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
 
             p = ngx_cpymem(p, "<tr><td>", 8);
             p = (u_char *) ngx_escape_html(p, ps->name->data, ps->name->len);
+
+            /* a resolved address: the name it came from */
+
+            if (ps->server.len
+                && ngx_memn2cmp(ps->server.data, ps->name->data,
+                                ps->server.len, ps->name->len)
+                   != 0)
+            {
+                p = ngx_cpymem(p, "<br><small>", 11);
+                p = (u_char *) ngx_escape_html(p, ps->server.data,
+                                               ps->server.len);
+                p = ngx_cpymem(p, "</small>", 8);
+            }
 
             p = ngx_sprintf(p, "</td><td class=\"%V\">%V</td><td>%uL</td>"
                                "<td>%uL</td><td>%uL</td><td>%uL</td><td>",

@@ -405,7 +405,7 @@ _EOC_
 [(503) x 3, (200) x 14]
 --- response_body_like eval
 [("") x 3, ("^b[234]\n\\z") x 12,
- qr/\{"name":"127\.0\.0\.1:\d+","state":"erring","inflight":0,"queued_bytes":0,"blocks":0,"dropping":0,"requests":3,"hits":0,"errors":3,(?:.*"state":"up",[^{}]*"errors":0,){3}/s,
+ qr/\{"name":"127\.0\.0\.1:\d+","server":"[^"]*","state":"erring","inflight":0,"queued_bytes":0,"blocks":0,"dropping":0,"requests":3,"hits":0,"errors":3,(?:.*"state":"up",[^{}]*"errors":0,){3}/s,
  qr/\A(?:(?!answered 3 responses).)*\[warn\] [^\n]*prefix_route: server 127\.0\.0\.1:\d+ answered 3 responses of status 5xx in a row, the last 503: passed over for its fail_timeout while another server is usable(?:(?!answered 3 responses).)*\z/s]
 --- no_error_log
 [alert]
@@ -431,7 +431,7 @@ _EOC_
 [(500) x 12, 200]
 --- response_body_like eval
 [("") x 12,
- qr/\A(?!.*"erring")\{"upstreams":\[\{"name":"llm",.*?\{"name":"127\.0\.0\.1:\d+","state":"up","inflight":0,"queued_bytes":0,"blocks":0,"dropping":0,"requests":12,"hits":0,"errors":12,/s]
+ qr/\A(?!.*"erring")\{"upstreams":\[\{"name":"llm",.*?\{"name":"127\.0\.0\.1:\d+","server":"[^"]*","state":"up","inflight":0,"queued_bytes":0,"blocks":0,"dropping":0,"requests":12,"hits":0,"errors":12,/s]
 --- no_error_log
 [alert]
 [crit]
@@ -554,7 +554,7 @@ _EOC_
 [200, 200, 200, 200]
 --- response_body_like eval
 [("^b3\n\\z") x 3,
- qr/"state":"erring",[^{}]*"requests":3,"hits":0,"errors":3,.*"name":"unix:[^"]*none\.sock","state":"up",[^{}]*"requests":3,"hits":0,"errors":0,.*"state":"up",[^{}]*"errors":0,/s]
+ qr/"state":"erring",[^{}]*"requests":3,"hits":0,"errors":3,.*"name":"unix:[^"]*none\.sock","server":"[^"]*","state":"up",[^{}]*"requests":3,"hits":0,"errors":0,.*"state":"up",[^{}]*"errors":0,/s]
 --- no_error_log
 [alert]
 [emerg]

@@ -99,7 +99,7 @@ b1 is vLLM, b2 SGLang, b3 TGI (no KV gauge), b4 llama.cpp.
 ["GET /sleep", "GET /status", "GET /status?format=prometheus"]
 --- response_body_like eval
 ["ok",
- qr/"name":"127\.0\.0\.1:\d+","state":"up",[^{}]*"probe_failures":0,"probe_restarts":0,"engine":\{"waiting":5,"running":2,"age_ms":\d+,"kv_cache_usage":0\.250\}\}.*"engine":\{"waiting":3,"running":4,"age_ms":\d+,"kv_cache_usage":0\.500\}\}.*"engine":\{"waiting":1,"running":6,"age_ms":\d+\}\}.*"engine":\{"waiting":0,"running":1,"age_ms":\d+\}\}/s,
+ qr/"name":"127\.0\.0\.1:\d+","server":"[^"]*","state":"up",[^{}]*"probe_failures":0,"probe_restarts":0,"engine":\{"waiting":5,"running":2,"age_ms":\d+,"kv_cache_usage":0\.250\}\}.*"engine":\{"waiting":3,"running":4,"age_ms":\d+,"kv_cache_usage":0\.500\}\}.*"engine":\{"waiting":1,"running":6,"age_ms":\d+\}\}.*"engine":\{"waiting":0,"running":1,"age_ms":\d+\}\}/s,
  qr/nginx_prefix_route_peer_engine_waiting_requests\{upstream="llm",peer="127\.0\.0\.1:\d+"\} 5\n.*nginx_prefix_route_peer_engine_kv_cache_usage_ratio\{upstream="llm",peer="127\.0\.0\.1:\d+"\} 0\.250\n/s]
 
 
@@ -484,4 +484,4 @@ passed over as unhealthy.
 --- request eval
 ["GET /sleep", "GET /status"]
 --- response_body_like eval
-["ok", qr/"name":"unix:\/tmp\/prefix-route-t130-24\.sock","state":"up",[^{}]*"probe_failures":0,"probe_restarts":0,"engine":\{"waiting":3,"running":1,/]
+["ok", qr/"name":"unix:\/tmp\/prefix-route-t130-24\.sock","server":"[^"]*","state":"up",[^{}]*"probe_failures":0,"probe_restarts":0,"engine":\{"waiting":3,"running":1,/]

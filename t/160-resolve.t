@@ -263,3 +263,16 @@ main::listed(5, 6);
 [[sub { my ($n) = $_[0] =~ /"records":(\d+)/; $n == $main::Records ? "as many records\n" : "records: $main::Records, then $n\n" }], [sub { $_[0] }]]
 --- response_body_like eval
 ["^as many records\n\$", "^b[56]\$"]
+
+
+
+=== TEST 10: the status shows the name each address came from
+JSON gives it as "server"; the HTML page under the address.
+--- init
+PrefixRoute::wait_for_old_workers();
+main::listed(5, 6);
+--- request eval
+["GET /status", "GET /status?format=html"]
+--- response_body_like eval
+[qr/"name":"127\.0\.0\.5:19210","server":"llm\.test:19210","state":"up"/,
+ qr{<tr><td>127\.0\.0\.5:19210<br><small>llm\.test:19210</small></td>}]
