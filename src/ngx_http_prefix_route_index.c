@@ -830,7 +830,17 @@ ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
     ngx_queue_remove(&peer->queue);
     ngx_http_prefix_route_kill_point();
 
+    /*
+     * nameless until its new name is whole: a name cut short by a kill
+     * could be another server's ("10.0.0.1:80" of "10.0.0.1:8000")
+     */
+
+    peer->sn.str.len = 0;
+    ngx_http_prefix_route_kill_point();
+
     ngx_memcpy(peer->name, name->data, name->len);
+    ngx_http_prefix_route_kill_point();
+
     peer->sn.node.key = hash;
     peer->sn.str.len = name->len;
     ngx_http_prefix_route_kill_point();
@@ -878,7 +888,9 @@ ngx_http_prefix_route_index_named(ngx_http_prefix_route_index_t *idx,
 /*
  * Makes the records' tree by name and their order again from sh->slots,
  * after a worker died changing them (sh->naming found set): a few
- * thousand records at most.  The caller holds the zone mutex.
+ * thousand records at most.  A record left nameless (a reuse killed
+ * before its new name was whole) is no server's, and the first to reuse.
+ * The caller holds the zone mutex.
  */
 
 static void
@@ -896,8 +908,14 @@ ngx_http_prefix_route_index_rename(ngx_http_prefix_route_index_t *idx)
     for (i = 0; i < sh->npeers; i++) {
         peer = sh->slots[i];
 
-        peer->sn.node.key = ngx_crc32_short(peer->name, peer->sn.str.len);
         peer->sn.str.data = peer->name;
+
+        if (peer->sn.str.len == 0) {
+            ngx_http_prefix_route_index_named(idx, peer, 0);
+            continue;
+        }
+
+        peer->sn.node.key = ngx_crc32_short(peer->name, peer->sn.str.len);
 
         ngx_rbtree_insert(&sh->names, &peer->sn.node);
         ngx_http_prefix_route_index_named(idx, peer, peer->named);
@@ -2521,9 +2539,10 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 
         if (peer->named < named
             || peer->sn.str.data != peer->name
-            || (ngx_str_node_t *) peer
-               != ngx_str_rbtree_lookup(&sh->names, &peer->sn.str,
-                                        peer->sn.node.key))
+            || (peer->sn.str.len
+                && (ngx_str_node_t *) peer
+                   != ngx_str_rbtree_lookup(&sh->names, &peer->sn.str,
+                                            peer->sn.node.key)))
         {
             ngx_http_prefix_route_bad(11);
         }

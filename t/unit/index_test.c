@@ -2651,7 +2651,8 @@ test_reuse(void)
  * A process killed at each write to the records' tree by name and their
  * order, as it finds a record for a newer configuration, makes one and
  * reuses one: the next lookup makes both again from the records, and each
- * name has one record, found by name.
+ * name has one record, found by name.  The reuse gives 10.0.0.9:80's
+ * record to 10.0.0.1:8000, whose name cut short is 10.0.0.1:80's.
  */
 
 static void
@@ -2671,16 +2672,17 @@ test_named_killed(void)
         for (k = 1; /* void */ ; k++) {
             test_zone(1 << 20, 0);
 
-            (void) test_named("10.0.0.1:8000", 1, 0);
-            (void) test_named("10.0.0.2:8000", 1, 0);
+            (void) test_named("10.0.0.9:80", 1, 0);
+            (void) test_named("10.0.0.1:80", 2, 0);
             (void) test_named("10.0.0.3:8000", 2, 0);
 
             pid = fork();
 
             if (pid == 0) {
                 test_kill = k;
-                (void) test_named(c == 0 ? "10.0.0.1:8000" : "10.0.0.4:8000",
-                                  3, c == 2 ? 2 : 0);
+                (void) test_named(c == 0 ? "10.0.0.9:80"
+                                  : c == 1 ? "10.0.0.4:8000"
+                                  : "10.0.0.1:8000", 3, c == 2 ? 2 : 0);
                 _exit(1);
             }
 
@@ -2712,14 +2714,15 @@ test_named_killed(void)
 static ngx_uint_t
 test_named_sound(void)
 {
-    char                          *names[4] = { "10.0.0.1:8000",
-                                                "10.0.0.2:8000",
+    char                          *names[5] = { "10.0.0.9:80",
+                                                "10.0.0.1:80",
                                                 "10.0.0.3:8000",
-                                                "10.0.0.4:8000" };
+                                                "10.0.0.4:8000",
+                                                "10.0.0.1:8000" };
     ngx_uint_t                     i, j, n;
     ngx_http_prefix_route_peer_t  *peer;
 
-    for (i = 0; i < 4; i++) {
+    for (i = 0; i < 5; i++) {
         peer = test_named(names[i], 4, 0);
 
         if (peer == NULL
