@@ -69,6 +69,10 @@ typedef struct {
                                                      its would-be
                                                      placements, or NULL */
     ngx_log_t                           log;      /* names the probe */
+    ngx_log_t                           quiet;    /* the same, alert and
+                                                     above: the connection
+                                                     of a server passed
+                                                     over */
     ngx_str_t                           request;
 
     size_t                              sent;     /* bytes of request */
@@ -257,6 +261,9 @@ ngx_http_prefix_route_probe_slot(ngx_http_prefix_route_prober_t *pr,
     s->log = *ngx_cycle->log;
     s->log.handler = ngx_http_prefix_route_probe_log;
     s->log.data = s;
+
+    s->quiet = s->log;
+    s->quiet.log_level = ngx_min(s->log.log_level, NGX_LOG_ALERT);
 
     pr->slots[pr->n++] = s;
 
@@ -543,8 +550,15 @@ ngx_http_prefix_route_probe_start(ngx_http_prefix_route_probe_slot_t *s,
     s->pc.socklen = s->socklen;
     s->pc.name = &s->name;
     s->pc.get = ngx_event_get_peer;
-    s->pc.log = &s->log;
     s->pc.log_error = NGX_ERROR_INFO;
+
+    /*
+     * a server passed over has had its failures said (the warn): nginx's
+     * own line for each probe's refused or failed connect() is not said
+     * again every interval until one is answered (the notice)
+     */
+
+    s->pc.log = (s->sp != NULL && s->sp->probe.down) ? &s->quiet : &s->log;
 
     s->round = round;
     s->sent = 0;

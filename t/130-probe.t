@@ -485,3 +485,27 @@ passed over as unhealthy.
 ["GET /sleep", "GET /status"]
 --- response_body_like eval
 ["ok", qr/"name":"unix:\/tmp\/prefix-route-t130-24\.sock","server":"[^"]*","state":"up",[^{}]*"probe_failures":0,"probe_restarts":0,"engine":\{"waiting":3,"running":1,/]
+
+
+
+=== TEST 25: a server passed over is still probed each round, but nginx's line for each refused connect() is not logged again until one is answered
+Nothing listens on b2's port: each probe's connect() is refused (nginx
+logs it at error).  In 1.5 s, some 15 rounds, the lines stop once 2 have
+failed in a row and the warn says the server is passed over; the probes
+go on (3 failures or more).
+--- http_config eval
+::probed($::Probe, 1, 2) . ::engine(1, ::vllm(0, 0, 0, 1))
+--- request eval
+["GET /sleep", "GET /sleep", "GET /sleep", "GET /status", "GET /log"]
+--- response_body_filters eval
+[([sub { $_[0] }]) x 4, [sub {
+    my @refused = $_[0] =~ /connect\(\) failed \(111: Connection refused\) while probing server/g;
+    my $warned = $_[0] =~ /2 probes failed in a row/ ? "warned" : "not warned";
+    return "$warned, " . (@refused <= 3 ? "at most 3" : scalar(@refused)) . " refused lines\n";
+}]]
+--- response_body_like eval
+["ok", "ok", "ok", qr/"state":"unhealthy",[^{}]*"probe_failures":(?:[3-9]|[1-9]\d+),/,
+ "^warned, at most 3 refused lines\n\\z"]
+--- no_error_log
+[alert]
+[crit]
