@@ -114,6 +114,9 @@ typedef struct {
                                                         room for it */
     ngx_uint_t                          recorded[2]; /* blocks added to the
                                                         index for it */
+    uint64_t                            hold;        /* zone mutex held
+                                                        by the balancer
+                                                        call, ns */
 
     /* the last attempt, whose response the engine's usage speaks of */
     ngx_http_prefix_route_peer_t       *peer;
@@ -244,6 +247,7 @@ static void ngx_http_prefix_route_no_server(ngx_http_prefix_route_ctx_t *ctx);
 static ngx_http_upstream_rr_peer_t *ngx_http_prefix_route_pick(
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_upstream_rr_peers_t *peers,
     ngx_int_t forced, ngx_uint_t *chosen);
+static void ngx_http_prefix_route_record(ngx_http_prefix_route_ctx_t *ctx);
 static ngx_uint_t ngx_http_prefix_route_passed(
     ngx_http_prefix_route_ctx_t *ctx, ngx_uint_t b,
     ngx_http_upstream_rr_peers_t *peers, time_t now);
@@ -1858,6 +1862,8 @@ ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc, void *data)
 
     ngx_http_upstream_rr_peers_unlock(peers);
 
+    ngx_http_prefix_route_record(ctx);
+
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, pc->log, 0,
                    "prefix_route: peer %V, %V, match %uz of %uz bytes",
                    &best->name,
@@ -2086,6 +2092,8 @@ ngx_http_prefix_route_shadow_get(ngx_peer_connection_t *pc,
 
             ngx_http_upstream_rr_peers_unlock(peers);
 
+            ngx_http_prefix_route_record(ctx);
+
             return rc;
         }
 
@@ -2138,14 +2146,15 @@ ngx_http_prefix_route_no_server(ngx_http_prefix_route_ctx_t *ctx)
 
 /*
  * Chooses among the usable servers of "peers" (the primary or the backup
- * list) by the cost model, charges the request's prefill work to the
- * chosen one and records the prefix as held by it.  In shadow mode the
+ * list) by the cost model and charges the request's prefill work to the
+ * chosen one; ngx_http_prefix_route_record() then records the prefix as
+ * held by it, once the peers lock is given back.  In shadow mode the
  * configured balancer has chosen the server at position "forced" (-1:
  * none): the cost model's choice is only noted (ctx->predicted), and the
  * charge and the record go to that server.  Returns the server charged
  * and its position in the list, or NULL when none is usable.  The caller
  * holds the peers lock; the zone mutex is taken inside it twice, for the
- * lookup and for the record, and what needs no lock is done outside:
+ * lookup and for the charge, and what needs no lock is done outside:
  * usability, ranks and the choice itself.
  */
 
@@ -2157,8 +2166,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     size_t                              longest, first, expect;
     uint64_t                           *id, t, hold;
     ngx_int_t                           k, vk;
-    ngx_uint_t                          i, b, held, passed, virt, mending,
-                                        pending;
+    ngx_uint_t                          i, b, passed, virt, mending, pending;
     ngx_slab_pool_t                    *shpool;
     ngx_http_upstream_rr_peer_t        *peer, *best;
     ngx_http_prefix_route_peer_t      **shared, *sp, *lp;
@@ -2384,28 +2392,20 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
     }
 
-    /* record: the charge and the prefix, on the chosen server */
+    /*
+     * the charge, on the chosen server, before the peers lock goes: the
+     * next choice, by any worker, sees it
+     */
 
     if (sp != NULL) {
         ctx->sent = sp;
         ctx->peer = sp;
         ctx->chosen = ngx_current_msec;
         ctx->uncached = ctx->len - c->match;
-        held = prcf->held[k];
+        ctx->recorded[0] = prcf->held[k];
 
         ngx_shmtx_lock(&shpool->mutex);
         t = ngx_http_prefix_route_clock();
-
-        /*
-         * how old the prefix is, before this record makes it new: only
-         * feedback=correct asks
-         */
-        ctx->stamped = held
-                       && prcf->feedback
-                          == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
-                       && ngx_http_prefix_route_index_stamp(idx,
-                                                   ctx->hash[held - 1],
-                                                   &ctx->stamp);
 
         ctx->started = 0;
         ctx->roomed = 0;
@@ -2419,39 +2419,92 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
             sp->hits++;
         }
 
-        /* capacity: the engine makes room when it takes the prompt */
-
-        ctx->recorded[1] = ngx_http_prefix_route_index_record(idx,
-                                         ctx->hash, ctx->nblocks, &held, sp,
-                                         ctx->tenant, (uint32_t) ctx->chosen);
-        ctx->recorded[0] = held;
-
         if (virt && vk != NGX_ERROR && prcf->vshared[vk] != NULL) {
             lp = prcf->vshared[vk];
-            held = prcf->vheld[vk];
 
             ctx->vsent = lp;
-            ctx->vuncached = ctx->len - held * prcf->block;
+            ctx->vrecorded[0] = prcf->vheld[vk];
+            ctx->vuncached = ctx->len - prcf->vheld[vk] * prcf->block;
             ctx->vcell = ngx_http_prefix_route_load_charge(idx, lp,
                                   ctx->vuncached
                                   + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
                                   ctx->len);
-
-            ctx->vrecorded[1] = ngx_http_prefix_route_index_record(idx,
-                                         ctx->hash, ctx->nblocks, &held, lp,
-                                         ctx->tenant, (uint32_t) ctx->chosen);
-            ctx->vrecorded[0] = held;
         }
 
         hold += ngx_http_prefix_route_clock() - t;
         ngx_shmtx_unlock(&shpool->mutex);
     }
 
-    ngx_http_prefix_route_held(idx->sh, hold);
+    ctx->hold = hold;
 
     *chosen = k;
 
     return best;
+}
+
+
+/*
+ * Records the prefix as held by the server ngx_http_prefix_route_pick()
+ * charged (and in shadow mode by the would-be one), and counts the zone
+ * mutex's hold time of the balancer call.  The caller holds no peers
+ * lock: a record of a long new prompt is the longest work under the zone
+ * mutex (about 1.6 us a block on a full zone, bench/results/lock.md), and
+ * nginx gives back the zone mutex of a worker that dies, not the peers
+ * lock (docs/design.md, "nginx versions").
+ */
+
+static void
+ngx_http_prefix_route_record(ngx_http_prefix_route_ctx_t *ctx)
+{
+    uint64_t                           t;
+    ngx_uint_t                         held;
+    ngx_slab_pool_t                   *shpool;
+    ngx_http_prefix_route_index_t     *idx;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    prcf = ctx->conf;
+    idx = &prcf->index;
+    shpool = idx->shpool;
+
+    if (ctx->sent == NULL) {
+        ngx_http_prefix_route_held(idx->sh, ctx->hold);
+        return;
+    }
+
+    held = ctx->recorded[0];
+
+    ngx_shmtx_lock(&shpool->mutex);
+    t = ngx_http_prefix_route_clock();
+
+    /* how old the prefix is, before this record makes it new */
+
+    ctx->stamped = held
+                   && prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
+                   && ngx_http_prefix_route_index_stamp(idx,
+                                                        ctx->hash[held - 1],
+                                                        &ctx->stamp);
+
+    /* capacity: the engine makes room when it takes the prompt */
+
+    ctx->recorded[1] = ngx_http_prefix_route_index_record(idx, ctx->hash,
+                                         ctx->nblocks, &held, ctx->sent,
+                                         ctx->tenant, (uint32_t) ctx->chosen);
+    ctx->recorded[0] = held;
+
+    if (ctx->vsent != NULL) {
+        held = ctx->vrecorded[0];
+
+        ctx->vrecorded[1] = ngx_http_prefix_route_index_record(idx,
+                                         ctx->hash, ctx->nblocks, &held,
+                                         ctx->vsent, ctx->tenant,
+                                         (uint32_t) ctx->chosen);
+        ctx->vrecorded[0] = held;
+    }
+
+    ctx->hold += ngx_http_prefix_route_clock() - t;
+    ngx_shmtx_unlock(&shpool->mutex);
+
+    ngx_http_prefix_route_held(idx->sh, ctx->hold);
 }
 
 
