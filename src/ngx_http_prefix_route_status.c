@@ -147,6 +147,9 @@ static ngx_int_t ngx_http_prefix_route_status_escape(ngx_http_request_t *r,
     ngx_array_t *stats, ngx_uint_t type);
 static ngx_str_t *ngx_http_prefix_route_status_escaped(ngx_http_request_t *r,
     ngx_str_t *name, ngx_uint_t type);
+static ngx_str_t *ngx_http_prefix_route_status_utf8(ngx_http_request_t *r,
+    ngx_str_t *name);
+static size_t ngx_http_prefix_route_status_utf8_len(u_char *p, size_t n);
 static u_char *ngx_http_prefix_route_status_json(u_char *p,
     ngx_array_t *stats);
 static u_char *ngx_http_prefix_route_status_prometheus(u_char *p,
@@ -730,8 +733,10 @@ static ngx_int_t
 ngx_http_prefix_route_status_escape(ngx_http_request_t *r,
     ngx_array_t *stats, ngx_uint_t type)
 {
-    ngx_uint_t                     i, n;
-    ngx_http_prefix_route_stat_t  *st;
+    ngx_str_t                          *server;
+    ngx_uint_t                          i, n;
+    ngx_http_prefix_route_stat_t       *st;
+    ngx_http_prefix_route_peer_stat_t  *ps;
 
     st = stats->elts;
 
@@ -746,11 +751,23 @@ ngx_http_prefix_route_status_escape(ngx_http_request_t *r,
         }
 
         for (n = 0; n < st[i].npeers; n++) {
-            st[i].peers[n].name = ngx_http_prefix_route_status_escaped(r,
-                                                     st[i].peers[n].name,
-                                                     type);
-            if (st[i].peers[n].name == NULL) {
+            ps = &st[i].peers[n];
+
+            ps->name = ngx_http_prefix_route_status_escaped(r, ps->name, type);
+            if (ps->name == NULL) {
                 return NGX_ERROR;
+            }
+
+            /* the "server" name is in JSON only */
+
+            if (type == 0) {
+                server = ngx_http_prefix_route_status_escaped(r, &ps->server,
+                                                              type);
+                if (server == NULL) {
+                    return NGX_ERROR;
+                }
+
+                ps->server = *server;
             }
         }
     }
@@ -762,9 +779,10 @@ ngx_http_prefix_route_status_escape(ngx_http_request_t *r,
 /*
  * "name" escaped: for JSON by ngx_escape_json(); for a Prometheus label
  * value, backslash, double quote and line feed as \\, \" and \n (the text
- * exposition format 0.0.4).  Returns "name" itself when nothing needs
- * escaping, NULL without memory.  The output's size bound of
- * ngx_http_prefix_route_status_collect() counts names 6 times.
+ * exposition format 0.0.4); in both, bytes that are not UTF-8 replaced
+ * first (ngx_http_prefix_route_status_utf8()).  Returns "name" itself when
+ * nothing needs escaping, NULL without memory.  The output's size bound
+ * of ngx_http_prefix_route_status_collect() counts names 6 times.
  */
 
 static ngx_str_t *
@@ -774,6 +792,11 @@ ngx_http_prefix_route_status_escaped(ngx_http_request_t *r, ngx_str_t *name,
     u_char     *p, c;
     size_t      n, extra;
     ngx_str_t  *e;
+
+    name = ngx_http_prefix_route_status_utf8(r, name);
+    if (name == NULL) {
+        return NULL;
+    }
 
     if (type == 0) {
         extra = ngx_escape_json(NULL, name->data, name->len);
@@ -822,6 +845,116 @@ ngx_http_prefix_route_status_escaped(ngx_http_request_t *r, ngx_str_t *name,
     }
 
     return e;
+}
+
+
+/*
+ * "name" with each byte that is not part of well-formed UTF-8 replaced by
+ * U+FFFD, as the Unicode standard recommends (chapter 3, "U+FFFD
+ * Substitution of Maximal Subparts", one for each byte here): JSON and
+ * Prometheus text are UTF-8, and nginx takes any bytes in an upstream or
+ * server name.  Returns "name" itself when it is well formed, a copy in
+ * the request's pool (at most 3 bytes a byte), or NULL without memory.
+ */
+
+static ngx_str_t *
+ngx_http_prefix_route_status_utf8(ngx_http_request_t *r, ngx_str_t *name)
+{
+    u_char     *p;
+    size_t      i, k, bad;
+    ngx_str_t  *e;
+
+    bad = 0;
+
+    for (i = 0; i < name->len; i += k ? k : 1) {
+        k = ngx_http_prefix_route_status_utf8_len(name->data + i,
+                                                  name->len - i);
+        bad += (k == 0);
+    }
+
+    if (bad == 0) {
+        return name;
+    }
+
+    e = ngx_palloc(r->pool, sizeof(ngx_str_t));
+    if (e == NULL) {
+        return NULL;
+    }
+
+    e->data = ngx_pnalloc(r->pool, name->len + 2 * bad);
+    if (e->data == NULL) {
+        return NULL;
+    }
+
+    p = e->data;
+
+    for (i = 0; i < name->len; i += k ? k : 1) {
+        k = ngx_http_prefix_route_status_utf8_len(name->data + i,
+                                                  name->len - i);
+        if (k) {
+            p = ngx_cpymem(p, name->data + i, k);
+
+        } else {
+            p = ngx_cpymem(p, "\xef\xbf\xbd", 3);
+        }
+    }
+
+    e->len = p - e->data;
+
+    return e;
+}
+
+
+/*
+ * The length in bytes of the well-formed UTF-8 sequence at "p" (1 to 4,
+ * at most "n"), or 0 when none begins there: RFC 3629, section 4 (no
+ * overlong forms, surrogates or code points above U+10FFFF).  nginx's
+ * ngx_utf8_decode() takes any byte from 0x80 up as a continuation byte.
+ */
+
+static size_t
+ngx_http_prefix_route_status_utf8_len(u_char *p, size_t n)
+{
+    u_char  c, lo, hi;
+    size_t  i, len;
+
+    c = p[0];
+
+    if (c < 0x80) {
+        return 1;
+    }
+
+    lo = 0x80;
+    hi = 0xbf;
+
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        lo = (c == 0xe0) ? 0xa0 : 0x80;
+        hi = (c == 0xed) ? 0x9f : 0xbf;
+
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        lo = (c == 0xf0) ? 0x90 : 0x80;
+        hi = (c == 0xf4) ? 0x8f : 0xbf;
+
+    } else {
+        return 0;
+    }
+
+    if (n < len || p[1] < lo || p[1] > hi) {
+        return 0;
+    }
+
+    for (i = 2; i < len; i++) {
+        if (p[i] < 0x80 || p[i] > 0xbf) {
+            return 0;
+        }
+    }
+
+    return len;
 }
 
 
@@ -893,11 +1026,9 @@ ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
         for (n = 0; n < st[i].npeers; n++) {
             ps = &st[i].peers[n];
 
-            p = ngx_sprintf(p, "%s{\"name\":\"%V\",\"server\":\"",
-                            n ? "," : "", ps->name);
-            p = (u_char *) ngx_escape_json(p, ps->server.data,
-                                           ps->server.len);
-            p = ngx_sprintf(p, "\",\"state\":\"%V\"", ps->state);
+            p = ngx_sprintf(p, "%s{\"name\":\"%V\",\"server\":\"%V\","
+                               "\"state\":\"%V\"",
+                            n ? "," : "", ps->name, &ps->server, ps->state);
 
             for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_P_N; k++) {
                 p = ngx_sprintf(p, ",\"%s\":%uL",

@@ -210,3 +210,28 @@ $id //= "";
 [qr/\A\{"upstreams":\[.*\],"version":"\Q$v\E","build_id":"$id"\}\n\z/s,
  qr/\A# HELP nginx_prefix_route_build_info [^\n]+\n# TYPE nginx_prefix_route_build_info gauge\nnginx_prefix_route_build_info\{version="\Q$v\E",build_id="$id"\} 1\n/,
  qr/<h1>prefix_route<\/h1>\n<p>version \Q$v\E, build ID $id<\/p>\n/]
+
+
+
+=== TEST 12: names with bytes that are not UTF-8 stay valid JSON and Prometheus text: each such byte is U+FFFD, a well-formed character stays
+An upstream named u, the byte 0xFF, v over a unix socket whose name has a
+lead byte without its continuation (C3 then "("), an encoded surrogate
+(ED A0 80: three bytes, none well formed) and an e with acute accent (C3
+A9, kept).  nginx takes any bytes in these names; the pages are UTF-8.
+--- http_config eval
+$::Http . "upstream \"u\xffv\" {\n"
+        . "    prefix_route zone=bytes:1m;\n"
+        . "    server \"unix:/tmp/x\xc3(\xed\xa0\x80y\xc3\xa9.sock\";\n"
+        . "}\n"
+--- request eval
+["GET /status", "GET /status?format=prometheus"]
+--- response_body_like eval
+my $r = "\xef\xbf\xbd";
+my $sock = "unix:\\/tmp\\/x$r\\($r$r${r}y\xc3\xa9\\.sock";
+# the whole page is well-formed UTF-8 (RFC 3629, section 4)
+my $utf8 = '\A(?:[\x00-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]'
+         . '|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]'
+         . '|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}'
+         . '|\xf4[\x80-\x8f][\x80-\xbf]{2})*\z';
+[qr/(?=$utf8).*"name":"u${r}v","zone":"bytes",.*"peers":\[\{"name":"$sock","server":"$sock","state":"up"/s,
+ qr/(?=$utf8).*nginx_prefix_route_peer_state\{upstream="u${r}v",peer="$sock",state="up"\} 1\n/s]
