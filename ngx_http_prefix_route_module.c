@@ -244,10 +244,15 @@ static void ngx_http_prefix_route_save_session(ngx_peer_connection_t *pc,
     void *data);
 #endif
 static void ngx_http_prefix_route_no_server(ngx_http_prefix_route_ctx_t *ctx);
-static ngx_http_upstream_rr_peer_t *ngx_http_prefix_route_pick(
+static ngx_uint_t ngx_http_prefix_route_collect(
     ngx_http_prefix_route_ctx_t *ctx, ngx_http_upstream_rr_peers_t *peers,
-    ngx_int_t forced, ngx_uint_t *chosen);
-static void ngx_http_prefix_route_record(ngx_http_prefix_route_ctx_t *ctx);
+    time_t now);
+static ngx_int_t ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
+    ngx_uint_t n, ngx_int_t forced, ngx_int_t *would);
+static ngx_uint_t ngx_http_prefix_route_take(ngx_peer_connection_t *pc,
+    ngx_http_prefix_route_ctx_t *ctx, ngx_uint_t k, time_t now);
+static void ngx_http_prefix_route_record(ngx_http_prefix_route_ctx_t *ctx,
+    ngx_int_t k, ngx_int_t would);
 static ngx_uint_t ngx_http_prefix_route_passed(
     ngx_http_prefix_route_ctx_t *ctx, ngx_uint_t b,
     ngx_http_upstream_rr_peers_t *peers, time_t now);
@@ -1796,10 +1801,8 @@ ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc, void *data)
     ngx_http_prefix_route_ctx_t  *ctx = data;
 
     time_t                         now;
-    uintptr_t                      m;
-    ngx_int_t                      rc;
-    ngx_uint_t                     i, n;
-    ngx_http_upstream_rr_peer_t   *best;
+    ngx_int_t                      rc, k, would;
+    ngx_uint_t                     n, locked;
     ngx_http_upstream_rr_peers_t  *peers;
 
     if (ctx->next_get) {
@@ -1819,54 +1822,78 @@ ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc, void *data)
     now = ngx_time();
     peers = ctx->rrp.peers;
 
-    ngx_http_upstream_rr_peers_wlock(peers);
+    /*
+     * the choice is made with no peers lock held, from what the read
+     * lock let collect, and the write lock is held only to take the
+     * server, as round robin's own choice holds it: nginx never gives
+     * back the lock of a worker that dies (docs/design.md, "nginx
+     * versions").  When round robin's rules no longer let the server
+     * take the request (another worker's failed it or filled its
+     * max_conns meanwhile), the choice is made again under the write lock
+     */
 
-    if (ngx_http_prefix_route_changed(ctx)) {
-        ngx_http_prefix_route_no_server(ctx);
-        goto busy;
-    }
+    for (locked = 0; /* void */ ; locked = 1) {
 
-    if (!ngx_http_prefix_route_current(ctx)) {
+        if (locked) {
+            ngx_http_upstream_rr_peers_wlock(peers);
+
+        } else {
+            ngx_http_upstream_rr_peers_rlock(peers);
+        }
+
+        if (ngx_http_prefix_route_changed(ctx)) {
+            ngx_http_prefix_route_no_server(ctx);
+            goto busy;
+        }
+
+        if (!ngx_http_prefix_route_current(ctx)) {
+            ngx_http_upstream_rr_peers_unlock(peers);
+            ctx->status = NGX_HTTP_PREFIX_ROUTE_BYPASS;
+            return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
+        }
+
+        n = ngx_http_prefix_route_collect(ctx, peers, now);
+
+        if (!locked) {
+            ngx_http_upstream_rr_peers_unlock(peers);
+        }
+
+        k = ngx_http_prefix_route_pick(ctx, n, -1, &would);
+
+        if (!locked) {
+            ngx_http_upstream_rr_peers_wlock(peers);
+
+            if (ngx_http_prefix_route_changed(ctx)) {
+                ngx_http_prefix_route_no_server(ctx);
+                goto busy;
+            }
+        }
+
+        if (k == NGX_ERROR) {
+            goto failed;
+        }
+
+        if (ngx_http_prefix_route_take(pc, ctx, k, now)) {
+            break;
+        }
+
         ngx_http_upstream_rr_peers_unlock(peers);
-        ctx->status = NGX_HTTP_PREFIX_ROUTE_BYPASS;
-        return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
+
+        if (locked) {
+            /* not reached: the same lock let collect and take it */
+            ngx_http_prefix_route_no_server(ctx);
+            pc->name = peers->name;
+            return NGX_BUSY;
+        }
     }
-
-    best = ngx_http_prefix_route_pick(ctx, peers, -1, &i);
-
-    if (best == NULL) {
-        goto failed;
-    }
-
-    ctx->rrp.current = best;
-
-    n = i / (8 * sizeof(uintptr_t));
-    m = (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
-
-    ctx->rrp.tried[n] |= m;
-
-    if (now - best->checked > best->fail_timeout) {
-        best->checked = now;
-    }
-
-    pc->sockaddr = best->sockaddr;
-    pc->socklen = best->socklen;
-    pc->name = &best->name;
-
-    best->conns++;
-
-#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
-    /* round robin's free unrefs it: a server resolved away waits for it */
-    ngx_http_upstream_rr_peer_ref(peers, best);
-#endif
 
     ngx_http_upstream_rr_peers_unlock(peers);
 
-    ngx_http_prefix_route_record(ctx);
+    ngx_http_prefix_route_record(ctx, k, would);
 
     ngx_log_debug4(NGX_LOG_DEBUG_HTTP, pc->log, 0,
                    "prefix_route: peer %V, %V, match %uz of %uz bytes",
-                   &best->name,
+                   pc->name,
                    &ngx_http_prefix_route_status_names[ctx->status],
                    ctx->match, ctx->len);
 
@@ -1899,6 +1926,61 @@ busy:
     pc->name = peers->name;
 
     return NGX_BUSY;
+}
+
+
+/*
+ * Takes the server at position "k" of the request's list for it, as
+ * round robin takes the server it chose (tried, checked, its connections,
+ * with "resolve" a reference), unless round robin's rules no longer let
+ * it take the request: another worker's request may have failed it or
+ * filled its max_conns since ngx_http_prefix_route_collect() read it.
+ * Returns 1 when taken, 0 when not.  The caller holds the peers write
+ * lock, and the list is the one collected (not changed since).
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_take(ngx_peer_connection_t *pc,
+    ngx_http_prefix_route_ctx_t *ctx, ngx_uint_t k, time_t now)
+{
+    uintptr_t                      m;
+    ngx_uint_t                     i, n;
+    ngx_http_upstream_rr_peer_t   *best;
+    ngx_http_upstream_rr_peers_t  *peers;
+
+    peers = ctx->rrp.peers;
+
+    for (best = peers->peer, i = 0; i < k; i++) {
+        best = best->next;
+    }
+
+    if (!ngx_http_prefix_route_usable(ctx, best, k, 0, NULL, now)) {
+        return 0;
+    }
+
+    ctx->rrp.current = best;
+
+    n = k / (8 * sizeof(uintptr_t));
+    m = (uintptr_t) 1 << k % (8 * sizeof(uintptr_t));
+
+    ctx->rrp.tried[n] |= m;
+
+    if (now - best->checked > best->fail_timeout) {
+        best->checked = now;
+    }
+
+    pc->sockaddr = best->sockaddr;
+    pc->socklen = best->socklen;
+    pc->name = &best->name;
+
+    best->conns++;
+
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+    /* round robin's free unrefs it: a server resolved away waits for it */
+    ngx_http_upstream_rr_peer_ref(peers, best);
+#endif
+
+    return 1;
 }
 
 
@@ -2045,8 +2127,8 @@ static ngx_int_t
 ngx_http_prefix_route_shadow_get(ngx_peer_connection_t *pc,
     ngx_http_prefix_route_ctx_t *ctx)
 {
-    ngx_int_t                      rc;
-    ngx_uint_t                     b, i, k;
+    ngx_int_t                      rc, k, would;
+    ngx_uint_t                     b, i, n;
     ngx_http_upstream_rr_peer_t   *peer;
     ngx_http_upstream_rr_peers_t  *peers;
 
@@ -2063,7 +2145,7 @@ ngx_http_prefix_route_shadow_get(ngx_peer_connection_t *pc,
 
     for (b = 0, peers = ctx->rrp.peers; peers != NULL; b++, peers = peers->next)
     {
-        ngx_http_upstream_rr_peers_wlock(peers);
+        ngx_http_upstream_rr_peers_rlock(peers);
 
         /* lists changed meanwhile: the choice is not followed */
 
@@ -2081,7 +2163,11 @@ ngx_http_prefix_route_shadow_get(ngx_peer_connection_t *pc,
             }
 
             ctx->backup = b;
-            (void) ngx_http_prefix_route_pick(ctx, peers, i, &k);
+            n = ngx_http_prefix_route_collect(ctx, peers, ngx_time());
+
+            ngx_http_upstream_rr_peers_unlock(peers);
+
+            k = ngx_http_prefix_route_pick(ctx, n, i, &would);
 
             /* a retry's choice passes over the servers tried, as ours */
 
@@ -2090,9 +2176,7 @@ ngx_http_prefix_route_shadow_get(ngx_peer_connection_t *pc,
                                 (uintptr_t) 1 << i % (8 * sizeof(uintptr_t));
             }
 
-            ngx_http_upstream_rr_peers_unlock(peers);
-
-            ngx_http_prefix_route_record(ctx);
+            ngx_http_prefix_route_record(ctx, k, would);
 
             return rc;
         }
@@ -2145,49 +2229,31 @@ ngx_http_prefix_route_no_server(ngx_http_prefix_route_ctx_t *ctx)
 
 
 /*
- * Chooses among the usable servers of "peers" (the primary or the backup
- * list) by the cost model and charges the request's prefill work to the
- * chosen one; ngx_http_prefix_route_record() then records the prefix as
- * held by it, once the peers lock is given back.  In shadow mode the
- * configured balancer has chosen the server at position "forced" (-1:
- * none): the cost model's choice is only noted (ctx->predicted), and the
- * charge and the record go to that server.  Returns the server charged
- * and its position in the list, or NULL when none is usable.  The caller
- * holds the peers lock; the zone mutex is taken inside it twice, for the
- * lookup and for the charge, and what needs no lock is done outside:
- * usability, ranks and the choice itself.
+ * Reads what round robin's rules say of each server of "peers" (the
+ * primary or the backup list) for ngx_http_prefix_route_pick(): whether
+ * it may take the request, its weight and rank, and for a server without
+ * a record in the zone, round robin's count of its connections as its
+ * load.  Returns the number of servers.  The caller holds the peers lock;
+ * the read lock is enough, nothing is written.
  */
 
-static ngx_http_upstream_rr_peer_t *
-ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
-    ngx_http_upstream_rr_peers_t *peers, ngx_int_t forced, ngx_uint_t *chosen)
+static ngx_uint_t
+ngx_http_prefix_route_collect(ngx_http_prefix_route_ctx_t *ctx,
+    ngx_http_upstream_rr_peers_t *peers, time_t now)
 {
-    time_t                              now;
-    size_t                              longest, first, expect;
-    uint64_t                           *id, t, hold;
-    ngx_int_t                           k, vk;
-    ngx_uint_t                          i, b, passed, virt, mending, pending;
-    ngx_slab_pool_t                    *shpool;
-    ngx_http_upstream_rr_peer_t        *peer, *best;
-    ngx_http_prefix_route_peer_t      **shared, *sp, *lp;
-    ngx_http_prefix_route_index_t      *idx;
+    uint64_t                           *id;
+    ngx_uint_t                          i, b, passed;
+    ngx_http_upstream_rr_peer_t        *peer;
+    ngx_http_prefix_route_peer_t      **shared;
     ngx_http_prefix_route_srv_conf_t   *prcf;
     ngx_http_prefix_route_candidate_t  *c;
 
     prcf = ctx->conf;
-    idx = &prcf->index;
     b = ctx->backup;
     shared = prcf->shared[b];
-
-    ngx_http_prefix_route_no_server(ctx);
     id = prcf->id[b];
-    shpool = idx->shpool;
-
-    now = ngx_time();
 
     passed = ngx_http_prefix_route_passed(ctx, b, peers, now);
-
-    /* collect: the usability rules of round robin, and the ranks */
 
     for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
 
@@ -2219,14 +2285,54 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         }
     }
 
+    return peers->number;
+}
+
+
+/*
+ * Chooses by the cost model among the "n" servers that
+ * ngx_http_prefix_route_collect() read, from the index's match and a
+ * snapshot of their load taken under the zone mutex.  In shadow mode the
+ * configured balancer has chosen the server at position "forced" (-1:
+ * none): the cost model's choice is only noted (ctx->predicted) and
+ * returned in "would" for ngx_http_prefix_route_record().  Returns the
+ * position of the server chosen (the forced one in shadow mode), or
+ * NGX_ERROR when none is usable.  Neither the peers lock nor the zone
+ * mutex is needed by the caller: the index and the loads are in the
+ * zone, the servers' view is the worker's own (docs/design.md, "What
+ * workers share").
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx, ngx_uint_t n,
+    ngx_int_t forced, ngx_int_t *would)
+{
+    size_t                              longest, first, expect;
+    uint64_t                            t, hold;
+    ngx_int_t                           k, vk;
+    ngx_uint_t                          i, b, virt, mending, pending;
+    ngx_slab_pool_t                    *shpool;
+    ngx_http_prefix_route_peer_t      **shared, *sp, *lp;
+    ngx_http_prefix_route_index_t      *idx;
+    ngx_http_prefix_route_srv_conf_t   *prcf;
+    ngx_http_prefix_route_candidate_t  *c;
+
+    prcf = ctx->conf;
+    idx = &prcf->index;
+    b = ctx->backup;
+    shared = prcf->shared[b];
+    shpool = idx->shpool;
+
+    ngx_http_prefix_route_no_server(ctx);
+
     /* match, and a snapshot of the servers' load */
 
     ngx_shmtx_lock(&shpool->mutex);
     t = ngx_http_prefix_route_clock();
 
     (void) ngx_http_prefix_route_index_match(idx, ctx->hash, ctx->nblocks,
-                                   prcf->pos[b], prcf->npos, peers->number,
-                                   NGX_HTTP_PREFIX_ROUTE_VISITS(peers->number),
+                                   prcf->pos[b], prcf->npos, n,
+                                   NGX_HTTP_PREFIX_ROUTE_VISITS(n),
                                    prcf->held);
 
     /*
@@ -2251,12 +2357,12 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     if (virt) {
         (void) ngx_http_prefix_route_index_match(idx, ctx->hash,
                                    ctx->nblocks, prcf->vpos, prcf->npos,
-                                   peers->number,
-                                   NGX_HTTP_PREFIX_ROUTE_VISITS(peers->number),
+                                   n,
+                                   NGX_HTTP_PREFIX_ROUTE_VISITS(n),
                                    prcf->vheld);
     }
 
-    for (i = 0; i < peers->number; i++) {
+    for (i = 0; i < n; i++) {
         sp = shared[i];
         c = &prcf->cand[i];
 
@@ -2294,11 +2400,11 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     if (prcf->repeats) {
         ngx_http_prefix_route_repeated(shared, prcf->pos[b], prcf->held,
-                                       peers->number);
+                                       n);
 
         if (virt) {
             ngx_http_prefix_route_repeated(prcf->vshared, prcf->vpos,
-                                           prcf->vheld, peers->number);
+                                           prcf->vheld, n);
         }
     }
 
@@ -2306,7 +2412,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     longest = 0;
 
-    for (i = 0; i < peers->number; i++) {
+    for (i = 0; i < n; i++) {
         c = &prcf->cand[i];
 
         c->match = prcf->held[i] * prcf->block;
@@ -2323,7 +2429,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
     if (virt) {
         longest = 0;
 
-        for (i = 0; i < peers->number; i++) {
+        for (i = 0; i < n; i++) {
             c = &prcf->cand[i];
             c->match = prcf->vheld[i] * prcf->block;
 
@@ -2356,7 +2462,7 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         expect = expect / prcf->block * prcf->block;
     }
 
-    k = ngx_http_prefix_route_choose(prcf->cand, peers->number, ctx->len,
+    k = ngx_http_prefix_route_choose(prcf->cand, n, ctx->len,
                                      expect, &prcf->choice);
 
     ctx->predicted = (k == NGX_ERROR) ? 0 : prcf->cand[k].match;
@@ -2370,15 +2476,10 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
 
     if (k == NGX_ERROR) {
         ngx_http_prefix_route_held(idx->sh, hold);
-        return NULL;
-    }
-
-    for (best = peers->peer, i = 0; i < (ngx_uint_t) k; i++) {
-        best = best->next;
+        return NGX_ERROR;
     }
 
     c = &prcf->cand[k];
-    sp = shared[k];
 
     ctx->match = c->match;
 
@@ -2392,89 +2493,69 @@ ngx_http_prefix_route_pick(ngx_http_prefix_route_ctx_t *ctx,
         ctx->status = NGX_HTTP_PREFIX_ROUTE_MISS;
     }
 
-    /*
-     * the charge, on the chosen server, before the peers lock goes: the
-     * next choice, by any worker, sees it
-     */
-
-    if (sp != NULL) {
-        ctx->sent = sp;
-        ctx->peer = sp;
-        ctx->chosen = ngx_current_msec;
-        ctx->uncached = ctx->len - c->match;
-        ctx->recorded[0] = prcf->held[k];
-
-        ngx_shmtx_lock(&shpool->mutex);
-        t = ngx_http_prefix_route_clock();
-
-        ctx->started = 0;
-        ctx->roomed = 0;
-        ctx->cell = ngx_http_prefix_route_load_charge(idx, sp,
-                              ctx->uncached
-                              + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
-                              ctx->len);
-        sp->requests++;
-
-        if (c->match) {
-            sp->hits++;
-        }
-
-        if (virt && vk != NGX_ERROR && prcf->vshared[vk] != NULL) {
-            lp = prcf->vshared[vk];
-
-            ctx->vsent = lp;
-            ctx->vrecorded[0] = prcf->vheld[vk];
-            ctx->vuncached = ctx->len - prcf->vheld[vk] * prcf->block;
-            ctx->vcell = ngx_http_prefix_route_load_charge(idx, lp,
-                                  ctx->vuncached
-                                  + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
-                                  ctx->len);
-        }
-
-        hold += ngx_http_prefix_route_clock() - t;
-        ngx_shmtx_unlock(&shpool->mutex);
-    }
-
     ctx->hold = hold;
+    *would = (virt && vk != NGX_ERROR) ? vk : NGX_ERROR;
 
-    *chosen = k;
-
-    return best;
+    return k;
 }
 
 
 /*
- * Records the prefix as held by the server ngx_http_prefix_route_pick()
- * charged (and in shadow mode by the would-be one), and counts the zone
- * mutex's hold time of the balancer call.  The caller holds no peers
- * lock: a record of a long new prompt is the longest work under the zone
- * mutex (about 1.6 us a block on a full zone, bench/results/lock.md), and
- * nginx gives back the zone mutex of a worker that dies, not the peers
- * lock (docs/design.md, "nginx versions").
+ * Charges the request's prefill work to the server at position "k" that
+ * ngx_http_prefix_route_pick() chose and get_peer took, and records the
+ * prefix as held by it (in shadow mode also by the would-be one at
+ * position "would", NGX_ERROR: none); counts the zone mutex's hold time
+ * of the balancer call.  The caller holds no peers lock: a record of a
+ * long new prompt is the longest work under the zone mutex (about 1.6 us
+ * a block on a full zone, bench/results/lock.md), and nginx gives back
+ * the zone mutex of a worker that dies, not the peers lock
+ * (docs/design.md, "nginx versions").
  */
 
 static void
-ngx_http_prefix_route_record(ngx_http_prefix_route_ctx_t *ctx)
+ngx_http_prefix_route_record(ngx_http_prefix_route_ctx_t *ctx, ngx_int_t k,
+    ngx_int_t would)
 {
-    uint64_t                           t;
-    ngx_uint_t                         held;
-    ngx_slab_pool_t                   *shpool;
-    ngx_http_prefix_route_index_t     *idx;
-    ngx_http_prefix_route_srv_conf_t  *prcf;
+    uint64_t                            t;
+    ngx_uint_t                          held;
+    ngx_slab_pool_t                    *shpool;
+    ngx_http_prefix_route_peer_t       *sp, *lp;
+    ngx_http_prefix_route_index_t      *idx;
+    ngx_http_prefix_route_srv_conf_t   *prcf;
+    ngx_http_prefix_route_candidate_t  *c;
 
     prcf = ctx->conf;
     idx = &prcf->index;
     shpool = idx->shpool;
+    sp = prcf->shared[ctx->backup][k];
+    c = &prcf->cand[k];
 
-    if (ctx->sent == NULL) {
+    if (sp == NULL) {
         ngx_http_prefix_route_held(idx->sh, ctx->hold);
         return;
     }
 
-    held = ctx->recorded[0];
+    ctx->sent = sp;
+    ctx->peer = sp;
+    ctx->chosen = ngx_current_msec;
+    ctx->uncached = ctx->len - c->match;
+    ctx->started = 0;
+    ctx->roomed = 0;
+    held = prcf->held[k];
+
+    lp = (would != NGX_ERROR) ? prcf->vshared[would] : NULL;
 
     ngx_shmtx_lock(&shpool->mutex);
     t = ngx_http_prefix_route_clock();
+
+    ctx->cell = ngx_http_prefix_route_load_charge(idx, sp,
+                          ctx->uncached + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
+                          ctx->len);
+    sp->requests++;
+
+    if (c->match) {
+        sp->hits++;
+    }
 
     /* how old the prefix is, before this record makes it new */
 
@@ -2487,17 +2568,23 @@ ngx_http_prefix_route_record(ngx_http_prefix_route_ctx_t *ctx)
     /* capacity: the engine makes room when it takes the prompt */
 
     ctx->recorded[1] = ngx_http_prefix_route_index_record(idx, ctx->hash,
-                                         ctx->nblocks, &held, ctx->sent,
+                                         ctx->nblocks, &held, sp,
                                          ctx->tenant, (uint32_t) ctx->chosen);
     ctx->recorded[0] = held;
 
-    if (ctx->vsent != NULL) {
-        held = ctx->vrecorded[0];
+    if (lp != NULL) {
+        held = prcf->vheld[would];
+
+        ctx->vsent = lp;
+        ctx->vuncached = ctx->len - held * prcf->block;
+        ctx->vcell = ngx_http_prefix_route_load_charge(idx, lp,
+                              ctx->vuncached
+                              + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
+                              ctx->len);
 
         ctx->vrecorded[1] = ngx_http_prefix_route_index_record(idx,
-                                         ctx->hash, ctx->nblocks, &held,
-                                         ctx->vsent, ctx->tenant,
-                                         (uint32_t) ctx->chosen);
+                                         ctx->hash, ctx->nblocks, &held, lp,
+                                         ctx->tenant, (uint32_t) ctx->chosen);
         ctx->vrecorded[0] = held;
     }
 
