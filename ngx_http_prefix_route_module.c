@@ -68,6 +68,13 @@
  */
 #define NGX_HTTP_PREFIX_ROUTE_ANSWERS       64
 
+/*
+ * choices made again when another worker failed the server chosen, or
+ * filled its max_conns, before it was taken (each such race is another
+ * worker's progress), before round robin chooses instead
+ */
+#define NGX_HTTP_PREFIX_ROUTE_RETAKES       8
+
 /* how often each worker looks for dead workers' load, ms */
 #define NGX_HTTP_PREFIX_ROUTE_SWEEP         1000
 
@@ -1802,7 +1809,7 @@ ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc, void *data)
 
     time_t                         now;
     ngx_int_t                      rc, k, would;
-    ngx_uint_t                     n, locked;
+    ngx_uint_t                     n, tries;
     ngx_http_upstream_rr_peers_t  *peers;
 
     if (ctx->next_get) {
@@ -1829,44 +1836,40 @@ ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc, void *data)
      * back the lock of a worker that dies (docs/design.md, "nginx
      * versions").  When round robin's rules no longer let the server
      * take the request (another worker's failed it or filled its
-     * max_conns meanwhile), the choice is made again under the write lock
+     * max_conns meanwhile), the choice is made again from what they say
+     * now; after NGX_HTTP_PREFIX_ROUTE_RETAKES such races, round robin
+     * chooses, as it would for a request the module cannot read
      */
 
-    for (locked = 0; /* void */ ; locked = 1) {
+    for (tries = 0; /* void */ ; tries++) {
 
-        if (locked) {
-            ngx_http_upstream_rr_peers_wlock(peers);
-
-        } else {
-            ngx_http_upstream_rr_peers_rlock(peers);
-        }
+        ngx_http_upstream_rr_peers_rlock(peers);
 
         if (ngx_http_prefix_route_changed(ctx)) {
             ngx_http_prefix_route_no_server(ctx);
             goto busy;
         }
 
-        if (!ngx_http_prefix_route_current(ctx)) {
+        if (!ngx_http_prefix_route_current(ctx)
+            || tries == NGX_HTTP_PREFIX_ROUTE_RETAKES)
+        {
             ngx_http_upstream_rr_peers_unlock(peers);
+            ngx_http_prefix_route_no_server(ctx);
             ctx->status = NGX_HTTP_PREFIX_ROUTE_BYPASS;
             return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
         }
 
         n = ngx_http_prefix_route_collect(ctx, peers, now);
 
-        if (!locked) {
-            ngx_http_upstream_rr_peers_unlock(peers);
-        }
+        ngx_http_upstream_rr_peers_unlock(peers);
 
         k = ngx_http_prefix_route_pick(ctx, n, -1, &would);
 
-        if (!locked) {
-            ngx_http_upstream_rr_peers_wlock(peers);
+        ngx_http_upstream_rr_peers_wlock(peers);
 
-            if (ngx_http_prefix_route_changed(ctx)) {
-                ngx_http_prefix_route_no_server(ctx);
-                goto busy;
-            }
+        if (ngx_http_prefix_route_changed(ctx)) {
+            ngx_http_prefix_route_no_server(ctx);
+            goto busy;
         }
 
         if (k == NGX_ERROR) {
@@ -1878,13 +1881,6 @@ ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc, void *data)
         }
 
         ngx_http_upstream_rr_peers_unlock(peers);
-
-        if (locked) {
-            /* not reached: the same lock let collect and take it */
-            ngx_http_prefix_route_no_server(ctx);
-            pc->name = peers->name;
-            return NGX_BUSY;
-        }
     }
 
     ngx_http_upstream_rr_peers_unlock(peers);

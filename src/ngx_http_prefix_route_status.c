@@ -461,6 +461,25 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
          */
 
         peers = uscfp[i]->peer.data;
+        sh = prcf->index.sh;
+        shpool = prcf->index.shpool;
+
+        /*
+         * the check walks the whole index under the zone mutex, seconds
+         * for a large zone: not under the peers lock, which nginx never
+         * gives back when a worker dies holding it, and which requests
+         * take to choose and to free their server
+         */
+
+        st->errors = -1;
+
+        if (check) {
+            ngx_shmtx_lock(&shpool->mutex);
+            st->errors = ngx_http_prefix_route_index_check(&prcf->index,
+                                                           r->pool,
+                                                           r->connection->log);
+            ngx_shmtx_unlock(&shpool->mutex);
+        }
 
         ngx_http_prefix_route_lists_rlock(peers);
 
@@ -477,9 +496,6 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         *size += (NGX_HTTP_PREFIX_ROUTE_U_N + NGX_HTTP_PREFIX_ROUTE_NSTATUS + 4)
                  * (128 + NGX_INT64_LEN + 6 * (st->name->len + st->zone->len))
                  + 32 * (NGX_ATOMIC_T_LEN + 1) + 64;
-
-        sh = prcf->index.sh;
-        shpool = prcf->index.shpool;
 
         for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_NSTATUS; k++) {
             st->requests[k] = sh->requests[k];
@@ -503,14 +519,6 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         names = 0;
 
         ngx_shmtx_lock(&shpool->mutex);
-
-        st->errors = -1;
-
-        if (check) {
-            st->errors = ngx_http_prefix_route_index_check(&prcf->index,
-                                                           r->pool,
-                                                           r->connection->log);
-        }
 
         st->v[NGX_HTTP_PREFIX_ROUTE_U_USED] =
                       (uint64_t) ((shpool->end - shpool->start) / ngx_pagesize
