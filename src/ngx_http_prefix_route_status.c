@@ -455,9 +455,10 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
 
         /*
          * the servers in use (with "zone", a copy in that zone), locked
-         * before the zone mutex, in the balancer's order, and their
-         * figures' room taken under that lock: with "resolve" their
-         * number changes (ngx_http_prefix_route_follow())
+         * before the zone mutex, never after it (docs/design.md, "What
+         * workers share"), and their figures' room taken under that
+         * lock: with "resolve" their number changes
+         * (ngx_http_prefix_route_follow())
          */
 
         peers = uscfp[i]->peer.data;
