@@ -143,6 +143,8 @@ static void ngx_http_prefix_route_status_peers(
     ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_http_upstream_rr_peers_t *peers, ngx_http_prefix_route_stat_t *st,
     size_t *size);
+static void ngx_http_prefix_route_status_figures(
+    ngx_http_prefix_route_srv_conf_t *prcf, ngx_http_prefix_route_stat_t *st);
 static ngx_int_t ngx_http_prefix_route_status_escape(ngx_http_request_t *r,
     ngx_array_t *stats, ngx_uint_t type);
 static ngx_str_t *ngx_http_prefix_route_status_escaped(ngx_http_request_t *r,
@@ -455,8 +457,8 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
 
         /*
          * the servers in use (with "zone", a copy in that zone), locked
-         * before the zone mutex, never after it (docs/design.md, "What
-         * workers share"), and their figures' room taken under that
+         * and given back before the zone mutex is taken (docs/design.md,
+         * "What workers share"), and their figures' room taken under that
          * lock: with "resolve" their number changes
          * (ngx_http_prefix_route_follow())
          */
@@ -489,8 +491,6 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
             return NGX_ERROR;
         }
 
-        n = st->npeers;
-
         st->name = &uscfp[i]->host;
         st->zone = &prcf->shm_zone->shm.name;
 
@@ -513,6 +513,18 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_REUSABLE] = sh->reusable;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SIZE] = prcf->shm_zone->shm.size;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SHADOW] = prcf->shadow;
+
+        /*
+         * round robin's state is copied under the lists' lock and the
+         * zone's figures read after it is given back: a worker killed
+         * waiting for the zone mutex then leaves no lock held for good
+         */
+
+        ngx_http_prefix_route_status_peers(prcf, peers, st, size);
+        ngx_http_prefix_route_lists_unlock(peers);
+
+        /* less the lines repeating an address */
+        n = st->npeers;
 
         /* no figure shows the requests of a worker killed meanwhile */
         ngx_http_prefix_route_load_sweep(&prcf->index);
@@ -541,10 +553,7 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_INDEX_BYTES] =
                                ngx_http_prefix_route_index_bytes(&prcf->index);
 
-        ngx_http_prefix_route_status_peers(prcf, peers, st, size);
-
-        /* less the lines repeating an address */
-        n = st->npeers;
+        ngx_http_prefix_route_status_figures(prcf, st);
 
         ngx_memcpy(st->samples, sh->samples, sizeof(sh->samples));
         st->sample = sh->sample;
@@ -570,7 +579,6 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
                     + 6 * (st->name->len + NGX_HTTP_PREFIX_ROUTE_MODEL_NAME));
 
         ngx_shmtx_unlock(&shpool->mutex);
-        ngx_http_prefix_route_lists_unlock(peers);
     }
 
     return NGX_OK;
@@ -627,9 +635,10 @@ ngx_http_prefix_route_status_room(ngx_http_request_t *r,
 
 /*
  * The peers of both lists with their round robin state (per worker unless
- * the upstream has a "zone") and their shared figures, a server line that
- * repeats an earlier one's address left out (its figures are that line's).
- * The caller holds both lists' locks and, inside them, the zone mutex.
+ * the upstream has a "zone") and their shared records, which
+ * ngx_http_prefix_route_status_figures() reads; a server line that repeats
+ * an earlier one's address is left out (its figures are that line's).  The
+ * caller holds both lists' locks and not the zone mutex.
  */
 
 static void
@@ -690,43 +699,59 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
                         + 6 * (st->name->len + peer->name.len))
                      + 32 + 6 * ps->server.len;
 
-            if (sp != NULL) {
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_INFLIGHT] = sp->load.inflight;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_QUEUED] = sp->load.queued;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS] = sp->blocks;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_DROPPING] =
-                                           ngx_http_prefix_route_dropping(sp);
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS] = sp->requests;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_HITS] = sp->hits;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_ERRORS] = sp->errors.total;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES] =
-                                                          sp->fb.responses;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_PROMPT] = sp->fb.prompt;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_CACHED] = sp->fb.cached;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_PREDICTED] =
-                                                          sp->fb.predicted;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_AGREED] = sp->fb.agreed;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_UNDER] = sp->fb.under;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_OVER] = sp->fb.over;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_DROPPED] = sp->fb.dropped;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBE_FAILURES] =
-                                                        sp->probe.failures;
-                ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBE_RESTARTS] =
-                                                        sp->probe.restarts;
-
-                ps->engine.read = prcf->probe.interval
-                                  && sp->probe.has_reading;
-                ps->engine.waiting = sp->probe.waiting;
-                ps->engine.running = sp->probe.running;
-                ps->engine.kv = sp->probe.has_kv ? (int64_t) sp->probe.kv
-                                                 : -1;
-                ps->engine.age = (ngx_msec_int_t) (ngx_current_msec
-                                                   - sp->probe.read) > 0
-                                 ? ngx_current_msec - sp->probe.read : 0;
-            }
-
             ps++;
         }
+    }
+}
+
+
+/*
+ * The shared figures of the servers ngx_http_prefix_route_status_peers()
+ * found.  The caller holds the zone mutex and no lists' lock: a record
+ * stays in the zone while the configuration that named it runs.
+ */
+
+static void
+ngx_http_prefix_route_status_figures(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_prefix_route_stat_t *st)
+{
+    ngx_uint_t                          k;
+    ngx_http_prefix_route_peer_t       *sp;
+    ngx_http_prefix_route_peer_stat_t  *ps;
+
+    for (k = 0; k < st->npeers; k++) {
+        ps = &st->peers[k];
+        sp = ps->sp;
+
+        if (sp == NULL) {
+            continue;
+        }
+
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_INFLIGHT] = sp->load.inflight;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_QUEUED] = sp->load.queued;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_BLOCKS] = sp->blocks;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_DROPPING] =
+                                            ngx_http_prefix_route_dropping(sp);
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_REQUESTS] = sp->requests;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_HITS] = sp->hits;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_ERRORS] = sp->errors.total;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES] = sp->fb.responses;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_PROMPT] = sp->fb.prompt;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_CACHED] = sp->fb.cached;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_PREDICTED] = sp->fb.predicted;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_AGREED] = sp->fb.agreed;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_UNDER] = sp->fb.under;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_OVER] = sp->fb.over;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_DROPPED] = sp->fb.dropped;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBE_FAILURES] = sp->probe.failures;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBE_RESTARTS] = sp->probe.restarts;
+
+        ps->engine.read = prcf->probe.interval && sp->probe.has_reading;
+        ps->engine.waiting = sp->probe.waiting;
+        ps->engine.running = sp->probe.running;
+        ps->engine.kv = sp->probe.has_kv ? (int64_t) sp->probe.kv : -1;
+        ps->engine.age = (ngx_msec_int_t) (ngx_current_msec - sp->probe.read)
+                         > 0 ? ngx_current_msec - sp->probe.read : 0;
     }
 }
 
