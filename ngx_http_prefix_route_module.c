@@ -218,6 +218,10 @@ static void ngx_http_prefix_route_place(
     ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_http_upstream_rr_peers_t *peers);
 #if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+static ngx_int_t ngx_http_prefix_route_follow_records(
+    ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_upstream_rr_peers_t *peers, ngx_uint_t unknown,
+    ngx_uint_t *reused, ngx_uint_t *roomless);
 static void ngx_http_prefix_route_unfollow(void *data);
 static ngx_http_prefix_route_peer_t *ngx_http_prefix_route_known(
     ngx_http_prefix_route_peer_t **known, ngx_uint_t n, ngx_str_t *name);
@@ -1207,9 +1211,12 @@ ngx_http_prefix_route_place(ngx_http_prefix_route_srv_conf_t *prcf,
  * that left the lists keeps its record and its blocks, which age out of
  * the index as capacity and memory need (docs/design.md, "nginx
  * versions").  The caller holds both lists' locks
- * (ngx_http_prefix_route_lists_rlock()).  Returns NGX_OK, or
- * NGX_ERROR when no memory is left for the view: it stays as it was, and
- * the caller balances by round robin.
+ * (ngx_http_prefix_route_lists_rlock()), given back while new addresses'
+ * records are made and held again on return.  Returns NGX_OK, or
+ * NGX_ERROR when no memory is left for the view or the lists changed
+ * NGX_HTTP_PREFIX_ROUTE_RETAKES times while records were made: the
+ * view's config stays the one before, so the next call makes it again,
+ * and the balancer chooses by round robin meanwhile.
  */
 
 ngx_int_t
@@ -1220,18 +1227,24 @@ ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
     u_char                           shadow[sizeof("shadow of ") - 1
                                             + NGX_SOCKADDR_STRLEN];
     size_t                           size;
+    ngx_int_t                        rc;
     ngx_str_t                        name;
-    ngx_uint_t                       b, i, n, room, roomless, reused,
-                                     capacity, nknown, unknown;
+    ngx_uint_t                       b, i, n, room, roomless, reused, tries,
+                                     nknown, unknown;
     ngx_pool_cleanup_t              *cln;
     ngx_http_upstream_rr_peer_t     *peer;
     ngx_http_upstream_rr_peers_t    *list;
     ngx_http_prefix_route_peer_t   **known;
-    ngx_http_prefix_route_index_t   *idx;
 
     if (!prcf->resolve || prcf->config == *peers->config) {
         return NGX_OK;
     }
+
+    roomless = 0;
+    reused = 0;
+    tries = 0;
+
+again:
 
     n = 1;
 
@@ -1347,6 +1360,11 @@ ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
     unknown = 0;
 
     for (b = 0, list = peers; list != NULL; b++, list = list->next) {
+
+        /* the view's numbers follow its arrays, should it be made again */
+
+        prcf->number[b] = list->number;
+
         for (peer = list->peer, i = 0; peer != NULL; peer = peer->next, i++) {
             prcf->id[b][i] = ngx_http_prefix_route_hash(peer->name.data,
                                                         peer->name.len, 0);
@@ -1372,58 +1390,23 @@ ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
 
     ngx_free(known);
 
-    /* new addresses: their records found or made in the zone */
-
-    idx = &prcf->index;
-    capacity = prcf->capacity / prcf->block;
-    roomless = 0;
-    reused = 0;
+    /*
+     * new addresses: their records found or made in the zone, the lists'
+     * locks given back meanwhile; the view is made again if the lists
+     * changed then
+     */
 
     if (unknown) {
-        ngx_shmtx_lock(&idx->shpool->mutex);
+        rc = ngx_http_prefix_route_follow_records(prcf, peers, unknown,
+                                                  &reused, &roomless);
 
-        for (b = 0, list = peers; list != NULL; b++, list = list->next) {
-            for (peer = list->peer, i = 0;
-                 peer != NULL;
-                 peer = peer->next, i++)
-            {
-                if (prcf->shared[b][i] == NULL) {
-                    prcf->shared[b][i] = ngx_http_prefix_route_index_peer(idx,
-                                                  &peer->name,
-                                                  idx->sh->unused, &reused);
-                    if (prcf->shared[b][i] == NULL) {
-                        roomless++;
-                        continue;
-                    }
-
-                    ngx_http_prefix_route_index_capacity(idx,
-                                                         prcf->shared[b][i],
-                                                         capacity);
-                }
-
-                /* shadow mode: the record of its would-be placements */
-
-                if (b != 0 || !prcf->shadow || prcf->vshared[i] != NULL) {
-                    continue;
-                }
-
-                ngx_http_prefix_route_shadow_name(&name, shadow, peer);
-
-                prcf->vshared[i] = ngx_http_prefix_route_index_peer(idx,
-                                                        &name,
-                                                        idx->sh->unused,
-                                                        &reused);
-                if (prcf->vshared[i] != NULL) {
-                    ngx_http_prefix_route_index_capacity(idx,
-                                                         prcf->vshared[i],
-                                                         capacity);
-                }
-            }
+        if (rc == NGX_AGAIN && ++tries < NGX_HTTP_PREFIX_ROUTE_RETAKES) {
+            goto again;
         }
 
-        prcf->npos = idx->sh->npeers;
-
-        ngx_shmtx_unlock(&idx->shpool->mutex);
+        if (rc != NGX_OK) {
+            return NGX_ERROR;
+        }
     }
 
     ngx_http_prefix_route_place(prcf, peers);
@@ -1431,7 +1414,7 @@ ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
     prcf->config = *peers->config;
 
     if (reused) {
-        ngx_http_prefix_route_mend_soon(idx);
+        ngx_http_prefix_route_mend_soon(&prcf->index);
 
         ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                       "prefix_route zone \"%V\": %ui record(s) of servers "
@@ -1451,6 +1434,126 @@ ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_log_debug3(NGX_LOG_DEBUG_HTTP, ngx_cycle->log, 0,
                    "prefix_route: upstream \"%V\" now has %ui + %ui servers",
                    peers->name, prcf->number[0], prcf->number[1]);
+
+    return NGX_OK;
+}
+
+
+/*
+ * The records of the "unknown" servers of the lists that the view has
+ * none for (NULL in prcf->shared or prcf->vshared), found by name or made
+ * in the zone (ngx_http_prefix_route_index_peer(), which may evict), with
+ * the lists' locks given back and their names copied first: nginx never
+ * gives back a lock of the lists that a worker killed held, and this one
+ * would wait for the zone mutex under it (docs/design.md, "nginx
+ * versions").  The caller holds both lists' read locks, held again on
+ * return.  Returns NGX_OK with the records in the view (NULL where the
+ * zone had no room: *roomless counts them), NGX_AGAIN when the lists
+ * changed meanwhile, NGX_ERROR without memory.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_follow_records(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_upstream_rr_peers_t *peers, ngx_uint_t unknown,
+    ngx_uint_t *reused, ngx_uint_t *roomless)
+{
+    u_char                          *p;
+    u_char                           shadow[sizeof("shadow of ") - 1
+                                            + NGX_SOCKADDR_STRLEN];
+    size_t                           size;
+    ngx_str_t                       *names, name;
+    ngx_uint_t                       b, i, k, config, capacity;
+    ngx_http_upstream_rr_peer_t     *peer;
+    ngx_http_upstream_rr_peers_t    *list;
+    ngx_http_prefix_route_peer_t   **made;
+    ngx_http_prefix_route_index_t   *idx;
+
+    size = unknown * (sizeof(ngx_str_t) + sizeof(ngx_http_prefix_route_peer_t *)
+                      + sizeof(shadow));
+
+    for (list = peers; list != NULL; list = list->next) {
+        for (peer = list->peer; peer != NULL; peer = peer->next) {
+            size += peer->name.len;
+        }
+    }
+
+    names = ngx_alloc(size, ngx_cycle->log);
+    if (names == NULL) {
+        return NGX_ERROR;
+    }
+
+    made = (ngx_http_prefix_route_peer_t **) (names + unknown);
+    p = (u_char *) (made + unknown);
+
+    /* the names, in the order of the view's empty places */
+
+    k = 0;
+
+    for (b = 0, list = peers; list != NULL; b++, list = list->next) {
+        for (peer = list->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+
+            if (prcf->shared[b][i] == NULL) {
+                names[k].data = p;
+                names[k].len = peer->name.len;
+                p = ngx_cpymem(p, peer->name.data, peer->name.len);
+                k++;
+            }
+
+            if (b == 0 && prcf->shadow && prcf->vshared[i] == NULL) {
+                ngx_http_prefix_route_shadow_name(&name, shadow, peer);
+                names[k].data = p;
+                names[k].len = name.len;
+                p = ngx_cpymem(p, name.data, name.len);
+                k++;
+            }
+        }
+    }
+
+    config = *peers->config;
+
+    ngx_http_prefix_route_lists_unlock(peers);
+
+    idx = &prcf->index;
+    capacity = prcf->capacity / prcf->block;
+
+    ngx_shmtx_lock(&idx->shpool->mutex);
+
+    for (k = 0; k < unknown; k++) {
+        made[k] = ngx_http_prefix_route_index_peer(idx, &names[k],
+                                                   idx->sh->unused, reused);
+        if (made[k] != NULL) {
+            ngx_http_prefix_route_index_capacity(idx, made[k], capacity);
+        }
+    }
+
+    prcf->npos = idx->sh->npeers;
+
+    ngx_shmtx_unlock(&idx->shpool->mutex);
+
+    ngx_http_prefix_route_lists_rlock(peers);
+
+    if (*peers->config != config) {
+        ngx_free(names);
+        return NGX_AGAIN;
+    }
+
+    k = 0;
+
+    for (b = 0, list = peers; list != NULL; b++, list = list->next) {
+        for (i = 0; i < list->number; i++) {
+
+            if (prcf->shared[b][i] == NULL) {
+                prcf->shared[b][i] = made[k++];
+                *roomless += (prcf->shared[b][i] == NULL);
+            }
+
+            if (b == 0 && prcf->shadow && prcf->vshared[i] == NULL) {
+                prcf->vshared[i] = made[k++];
+            }
+        }
+    }
+
+    ngx_free(names);
 
     return NGX_OK;
 }
