@@ -290,6 +290,13 @@ static ngx_str_t  ngx_http_prefix_route_states[] = {
     ngx_string("erring")
 };
 
+/*
+ * How available each state is, by index: a server of several lines shows
+ * its most available line's, as round robin sends it requests by any of
+ * them
+ */
+static ngx_uint_t  ngx_http_prefix_route_state_rank[] = { 5, 0, 2, 4, 1, 1 };
+
 
 ngx_int_t
 ngx_http_prefix_route_status_handler(ngx_http_request_t *r)
@@ -637,8 +644,9 @@ ngx_http_prefix_route_status_room(ngx_http_request_t *r,
  * The peers of both lists with their round robin state (per worker unless
  * the upstream has a "zone") and their shared records, which
  * ngx_http_prefix_route_status_figures() reads; a server line that repeats
- * an earlier one's address is left out (its figures are that line's).  The
- * caller holds both lists' locks and not the zone mutex.
+ * an earlier one's address is left out (its figures are that line's), but
+ * for its state when more available.  The caller holds both lists' locks
+ * and not the zone mutex.
  */
 
 static void
@@ -651,7 +659,7 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_http_upstream_rr_peer_t        *peer;
     ngx_http_upstream_rr_peers_t       *list;
     ngx_http_prefix_route_peer_t       *sp;
-    ngx_http_prefix_route_peer_stat_t  *ps;
+    ngx_http_prefix_route_peer_stat_t  *ps, *first;
 
     now = ngx_time();
     ps = st->peers;
@@ -659,11 +667,6 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
     for (b = 0, list = peers; list != NULL; b++, list = list->next) {
 
         for (peer = list->peer, i = 0; peer != NULL; peer = peer->next, i++) {
-
-            if (ngx_http_prefix_route_repeat(prcf, b, i)) {
-                st->npeers--;
-                continue;
-            }
 
             sp = prcf->shared[b][i];
 
@@ -682,6 +685,28 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
 
             } else {
                 state = b ? 3 : 0;
+            }
+
+            /* a line repeating an address: its state, if more available */
+
+            if (ngx_http_prefix_route_repeat(prcf, b, i)) {
+                st->npeers--;
+
+                for (first = st->peers; first < ps; first++) {
+                    if (first->sp == sp) {
+                        break;
+                    }
+                }
+
+                if (first < ps
+                    && ngx_http_prefix_route_state_rank[state]
+                       > ngx_http_prefix_route_state_rank[first->state
+                                               - ngx_http_prefix_route_states])
+                {
+                    first->state = &ngx_http_prefix_route_states[state];
+                }
+
+                continue;
             }
 
             ps->addr.len = ngx_min(peer->name.len, NGX_SOCKADDR_STRLEN);

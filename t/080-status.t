@@ -235,3 +235,21 @@ my $utf8 = '\A(?:[\x00-\x7f]|[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]'
          . '|\xf4[\x80-\x8f][\x80-\xbf]{2})*\z';
 [qr/(?=$utf8).*"name":"u${r}v","zone":"bytes",.*"peers":\[\{"name":"$sock","server":"$sock","state":"up"/s,
  qr/(?=$utf8).*nginx_prefix_route_peer_state\{upstream="u${r}v",peer="$sock",state="up"\} 1\n/s]
+
+
+
+=== TEST 13: a server whose first line is down and another line not takes the requests, and the status shows it up, once; a server down on its only line shows down
+Upstream twice: b1 down, b1, b2 down.  Round robin counts the lines
+apart: the second line of b1 takes every request.
+--- http_config eval
+$::Http . ::upstream("zone=twice:1m", "1 down", 1, "2 down")
+--- config eval
+$::Config . ::proxy(path => "/twice/", to => "twice")
+--- request eval
+my @r = map { (my $q = ::ask("twice $_")) =~ s{^POST /v1/}{POST /twice/v1/}; $q } 1 .. 2;
+[@r, "GET /status?format=prometheus", "GET /status"]
+--- response_body_like eval
+my $p = 'nginx_prefix_route_peer_state\{upstream="twice",peer="127\.0\.0\.1:1940';
+["^b1\n\$", "^b1\n\$",
+ qr/\A(?=(?:(?!${p}1").)*${p}1",state="up"\} 1\n(?:(?!${p}1").)*\z)(?=.*${p}2",state="down"\} 1\n)/s,
+ qr/"name":"twice","zone":"twice",.*"peers":\[\{"name":"127\.0\.0\.1:19401","server":"127\.0\.0\.1:19401","state":"up",[^\]]*\},\{"name":"127\.0\.0\.1:19402","server":"127\.0\.0\.1:19402","state":"down",/s]
