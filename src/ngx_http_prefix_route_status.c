@@ -143,6 +143,10 @@ static void ngx_http_prefix_route_status_peers(
     ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_http_upstream_rr_peers_t *peers, ngx_http_prefix_route_stat_t *st,
     size_t *size);
+static void ngx_http_prefix_route_status_merge(
+    ngx_http_prefix_route_peer_stat_t *ps, ngx_uint_t state);
+static void ngx_http_prefix_route_status_roomless(
+    ngx_http_prefix_route_stat_t *st);
 static void ngx_http_prefix_route_status_figures(
     ngx_http_prefix_route_srv_conf_t *prcf, ngx_http_prefix_route_stat_t *st);
 static ngx_int_t ngx_http_prefix_route_status_escape(ngx_http_request_t *r,
@@ -530,6 +534,8 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         ngx_http_prefix_route_status_peers(prcf, peers, st, size);
         ngx_http_prefix_route_lists_unlock(peers);
 
+        ngx_http_prefix_route_status_roomless(st);
+
         /* less the lines repeating an address */
         n = st->npeers;
 
@@ -694,16 +700,9 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
 
                 for (first = st->peers; first < ps; first++) {
                     if (first->sp == sp) {
+                        ngx_http_prefix_route_status_merge(first, state);
                         break;
                     }
-                }
-
-                if (first < ps
-                    && ngx_http_prefix_route_state_rank[state]
-                       > ngx_http_prefix_route_state_rank[first->state
-                                               - ngx_http_prefix_route_states])
-                {
-                    first->state = &ngx_http_prefix_route_states[state];
                 }
 
                 continue;
@@ -727,6 +726,75 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
             ps++;
         }
     }
+}
+
+
+/*
+ * A server of several lines shows its most available line's state
+ * (ngx_http_prefix_route_state_rank): "state" is another line's.
+ */
+
+static void
+ngx_http_prefix_route_status_merge(ngx_http_prefix_route_peer_stat_t *ps,
+    ngx_uint_t state)
+{
+    if (ngx_http_prefix_route_state_rank[state]
+        > ngx_http_prefix_route_state_rank[ps->state
+                                           - ngx_http_prefix_route_states])
+    {
+        ps->state = &ngx_http_prefix_route_states[state];
+    }
+}
+
+
+/*
+ * Servers the zone had no room for have no record to tell their lines'
+ * repeats (ngx_http_prefix_route_repeat()): a line repeating the address
+ * of an earlier one without a record is left out here, by name, its
+ * state merged.  No lock is held: these lines are walked for each.
+ */
+
+static void
+ngx_http_prefix_route_status_roomless(ngx_http_prefix_route_stat_t *st)
+{
+    ngx_uint_t                          j, k, n;
+    ngx_http_prefix_route_peer_stat_t  *ps;
+
+    ps = st->peers;
+
+    for (j = 0, n = 0; j < st->npeers; j++) {
+
+        if (ps[j].sp == NULL) {
+            for (k = 0; k < n; k++) {
+                if (ps[k].sp == NULL
+                    && ps[k].addr.len == ps[j].addr.len
+                    && ngx_memcmp(ps[k].data, ps[j].data, ps[j].addr.len)
+                       == 0)
+                {
+                    break;
+                }
+            }
+
+            if (k < n) {
+                ngx_http_prefix_route_status_merge(&ps[k], ps[j].state
+                                            - ngx_http_prefix_route_states);
+                continue;
+            }
+        }
+
+        /* moved down over the lines left out: its names point into it */
+
+        if (n != j) {
+            ps[n] = ps[j];
+            ps[n].addr.data = ps[n].data;
+            ps[n].name = &ps[n].addr;
+            ps[n].server.data = ps[n].sdata;
+        }
+
+        n++;
+    }
+
+    st->npeers = n;
 }
 
 

@@ -50,6 +50,19 @@ our $Recordless = "upstream llm {\n    prefix_route zone=recordless:128k;\n"
                 . join("", map { "    server " . addr($_) . ";\n" } 1 .. 4)
                 . "}\n" . routes(1 .. 4) . backends({ sleep => 0.5 }, 1 .. 4);
 
+# the same fill, then b1 on two lines, the first down
+our $Twice = "upstream llm {\n    prefix_route zone=twice:128k;\n"
+           . join("", map { "    server 127.0.0.2:" . (20000 + $_) . " down;\n" } 1 .. 3000)
+           . "    server " . addr(1) . " down;\n    server " . addr(1) . ";\n"
+           . "}\n" . backends(1);
+
+# the JSON status lists the one server on 127.0.0.1 (b1) once, up
+sub listed_once {
+    my $j = shift;
+    my @b1 = $j =~ /"name":"127\.0\.0\.1:\d+","server":"[^"]*","state":"(\w+)"/g;
+    return "@b1" eq "up";
+}
+
 # the backend of each line of the routes log, and how many it served
 sub served {
     my %n;
@@ -127,3 +140,22 @@ these servers (TEST 2: the warn).
 ["\\A(?:b[1-4]\n){12}\\z",
  qr/\A((?:b[1-4] MISS 0 \d+\n){12})\z(?(?{ my $n = main::served($^N); keys %$n >= 2 && !grep { $_ > 7 } values %$n })|(*FAIL))/]
 --- timeout: 10
+
+
+
+=== TEST 4: a server of two lines without a record in the zone is listed once by the status, and up while one of its lines is
+Its first line is down, its second takes the request.  A server with a
+record is listed once by that record (t/080-status.t); one without, by
+its address.
+--- http_config eval: $::Twice
+--- config
+location /v1/ {
+    proxy_pass http://llm;
+}
+location = /status {
+    prefix_route_status;
+}
+--- request eval
+[::chat([::user(::text("Where", 300))]), "GET /status?format=json"]
+--- response_body_like eval
+["\\Ab1\n\\z", qr/\A(.*)\z(?(?{ main::listed_once($^N) })|(*FAIL))/s]
