@@ -127,6 +127,10 @@ typedef struct {
 
     /* the last attempt, whose response the engine's usage speaks of */
     ngx_http_prefix_route_peer_t       *peer;
+    uint32_t                            epoch;       /* peer->epoch then:
+                                                        moved on, "resolve"
+                                                        gave the record to
+                                                        another address */
     ngx_msec_t                          chosen;      /* when, ms */
     uint32_t                            stamp;       /* when its deepest
                                                         matched block was
@@ -199,6 +203,14 @@ static ngx_int_t ngx_http_prefix_route_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_prefix_route_init_process(ngx_cycle_t *cycle);
 static void ngx_http_prefix_route_exit_process(ngx_cycle_t *cycle);
 static void ngx_http_prefix_route_sweep(ngx_event_t *ev);
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+static void ngx_http_prefix_route_sweep_view(
+    ngx_http_prefix_route_index_t *idx);
+static void ngx_http_prefix_route_refresh(
+    ngx_http_prefix_route_srv_conf_t *prcf);
+#else
+#define ngx_http_prefix_route_refresh(prcf)
+#endif
 static void ngx_http_prefix_route_mend(ngx_event_t *ev);
 static void ngx_http_prefix_route_mend_slice(
     ngx_http_prefix_route_index_t *idx);
@@ -628,9 +640,59 @@ ngx_http_prefix_route_sweep(ngx_event_t *ev)
                                ngx_http_prefix_route_mend_soon);
 
     if (!ngx_exiting && !ngx_quit && !ngx_terminate) {
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+        ngx_http_prefix_route_each((ngx_cycle_t *) ngx_cycle,
+                                   ngx_http_prefix_route_sweep_view);
+#endif
         ngx_add_timer(ev, NGX_HTTP_PREFIX_ROUTE_SWEEP);
     }
 }
+
+
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+
+/*
+ * "resolve": a worker without requests follows the lists too, so that
+ * the records of addresses gone are let go within a sweep
+ * (ngx_http_prefix_route_let_go()), not kept by an idle view.
+ */
+
+static void
+ngx_http_prefix_route_sweep_view(ngx_http_prefix_route_index_t *idx)
+{
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    prcf = (ngx_http_prefix_route_srv_conf_t *)
+               ((u_char *) idx - offsetof(ngx_http_prefix_route_srv_conf_t,
+                                          index));
+
+    if (prcf->resolve) {
+        ngx_http_prefix_route_refresh(prcf);
+    }
+}
+
+
+/*
+ * This worker's view follows the lists (ngx_http_prefix_route_follow(),
+ * under their read lock), then lets go what it no longer has, the lock
+ * given back.
+ */
+
+static void
+ngx_http_prefix_route_refresh(ngx_http_prefix_route_srv_conf_t *prcf)
+{
+    ngx_http_upstream_rr_peers_t  *peers;
+
+    peers = prcf->upstream->peer.data;
+
+    ngx_http_prefix_route_lists_rlock(peers);
+    (void) ngx_http_prefix_route_follow(prcf, peers);
+    ngx_http_prefix_route_lists_unlock(peers);
+
+    ngx_http_prefix_route_let_go(prcf);
+}
+
+#endif
 
 
 /*
@@ -1084,9 +1146,17 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                                                   &prcf->index, &peer->name,
                                                   oldest, &reused);
 
-            if (prcf->shared[b][i] == NULL && roomless++ == 0) {
-                first = &peer->name;
+            if (prcf->shared[b][i] == NULL) {
+                if (roomless++ == 0) {
+                    first = &peer->name;
+                }
+
+                continue;
             }
+
+            /* not given to another address while this configuration runs */
+
+            prcf->shared[b][i]->fixed = prcf->index.gen;
         }
     }
 
@@ -1094,6 +1164,9 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         prcf->vshared[i] = ngx_http_prefix_route_index_peer(&prcf->index,
                                                             &names[i],
                                                             oldest, &reused);
+        if (prcf->vshared[i] != NULL) {
+            prcf->vshared[i]->fixed = prcf->index.gen;
+        }
     }
 
     /* the slots numbered now: other workers may add none meanwhile */
@@ -1264,12 +1337,20 @@ again:
         }
 
         p = ngx_alloc(3 * (NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS + 1)
-                      * sizeof(ngx_uint_t), ngx_cycle->log);
+                      * sizeof(ngx_uint_t)
+                      + NGX_HTTP_PREFIX_ROUTE_SLOT_WORDS * sizeof(uint64_t),
+                      ngx_cycle->log);
         if (p == NULL) {
             return NGX_ERROR;
         }
 
         prcf->view_pos = p;
+
+        prcf->index.holding = (uint64_t *) (p + 3
+                                            * (NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS
+                                               + 1) * sizeof(ngx_uint_t));
+        ngx_memzero(prcf->index.holding,
+                    NGX_HTTP_PREFIX_ROUTE_SLOT_WORDS * sizeof(uint64_t));
 
         cln->handler = ngx_http_prefix_route_unfollow;
         cln->data = prcf;
@@ -1412,14 +1493,15 @@ again:
     ngx_http_prefix_route_place(prcf, peers);
 
     prcf->config = *peers->config;
+    prcf->release = 1;
 
     if (reused) {
         ngx_http_prefix_route_mend_soon(&prcf->index);
 
         ngx_log_error(NGX_LOG_NOTICE, ngx_cycle->log, 0,
                       "prefix_route zone \"%V\": %ui record(s) of servers "
-                      "no running configuration has were reused for new "
-                      "servers of upstream \"%V\", their blocks dropped",
+                      "gone were reused for new servers of upstream "
+                      "\"%V\", their blocks dropped",
                       &prcf->shm_zone->shm.name, reused, peers->name);
     }
 
@@ -1523,6 +1605,10 @@ ngx_http_prefix_route_follow_records(ngx_http_prefix_route_srv_conf_t *prcf,
                                                    idx->sh->unused, reused);
         if (made[k] != NULL) {
             ngx_http_prefix_route_index_capacity(idx, made[k], capacity);
+
+            /* held before the view has it: no other address takes it */
+
+            ngx_http_prefix_route_index_hold(idx, made[k]);
         }
     }
 
@@ -1556,6 +1642,41 @@ ngx_http_prefix_route_follow_records(ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_free(names);
 
     return NGX_OK;
+}
+
+
+void
+ngx_http_prefix_route_let_go(ngx_http_prefix_route_srv_conf_t *prcf)
+{
+    uint64_t                       keep[NGX_HTTP_PREFIX_ROUTE_SLOT_WORDS];
+    ngx_uint_t                     b, i, n;
+    ngx_http_prefix_route_peer_t  *sp;
+
+    if (!prcf->release) {
+        return;
+    }
+
+    prcf->release = 0;
+
+    /* the view's slots, before the mutex: its records keep their slots */
+
+    ngx_memzero(keep, sizeof(keep));
+
+    for (b = 0; b < 3; b++) {
+        n = (b == 2) ? (prcf->shadow ? prcf->number[0] : 0) : prcf->number[b];
+
+        for (i = 0; i < n; i++) {
+            sp = (b == 2) ? prcf->vshared[i] : prcf->shared[b][i];
+
+            if (sp != NULL) {
+                keep[sp->slot / 64] |= (uint64_t) 1 << (sp->slot % 64);
+            }
+        }
+    }
+
+    ngx_shmtx_lock(&prcf->index.shpool->mutex);
+    ngx_http_prefix_route_index_let_go(&prcf->index, keep);
+    ngx_shmtx_unlock(&prcf->index.shpool->mutex);
 }
 
 
@@ -1693,9 +1814,8 @@ static ngx_int_t
 ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us)
 {
-    ngx_pool_cleanup_t            *cln;
-    ngx_http_prefix_route_ctx_t   *ctx;
-    ngx_http_upstream_rr_peers_t  *peers;
+    ngx_pool_cleanup_t           *cln;
+    ngx_http_prefix_route_ctx_t  *ctx;
 
     ctx = ngx_pcalloc(r->pool, sizeof(ngx_http_prefix_route_ctx_t));
     if (ctx == NULL) {
@@ -1723,11 +1843,7 @@ ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     /* a view that cannot follow (no memory) sends it to round robin */
 
     if (ctx->conf->resolve) {
-        peers = us->peer.data;
-
-        ngx_http_prefix_route_lists_rlock(peers);
-        (void) ngx_http_prefix_route_follow(ctx->conf, peers);
-        ngx_http_prefix_route_lists_unlock(peers);
+        ngx_http_prefix_route_refresh(ctx->conf);
     }
 
     if (ctx->conf->shadow) {
@@ -2647,6 +2763,7 @@ ngx_http_prefix_route_record(ngx_http_prefix_route_ctx_t *ctx, ngx_int_t k,
     ngx_shmtx_lock(&shpool->mutex);
     t = ngx_http_prefix_route_clock();
 
+    ctx->epoch = sp->epoch;
     ctx->cell = ngx_http_prefix_route_load_charge(idx, sp,
                           ctx->uncached + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
                           ctx->len);
@@ -3557,6 +3674,16 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
 
     sh->predicted_tokens += would;
     sh->reported_tokens += t->prompt;
+
+    /*
+     * the request's load was given back before its last byte: with
+     * "resolve" its server may have left the lists, and its record have
+     * gone to another address meanwhile
+     */
+
+    if (sp->epoch != ctx->epoch) {
+        goto done;
+    }
 
     fb = &sp->fb;
     fb->responses++;

@@ -113,6 +113,9 @@ typedef struct {
                                                         time */
     ngx_uint_t                          config;      /* *peers->config of
                                                         the view */
+    ngx_uint_t                          release;     /* the view changed:
+                                                        records it held
+                                                        may be let go */
     ngx_uint_t                          number[2];   /* servers of each
                                                         list in the view */
     ngx_uint_t                          room;        /* positions the view
@@ -188,6 +191,20 @@ ngx_int_t ngx_http_prefix_route_follow(ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_http_upstream_rr_peers_t *peers);
 #else
 #define ngx_http_prefix_route_follow(prcf, peers)  NGX_OK
+#endif
+
+/*
+ * After ngx_http_prefix_route_follow() made the view again, lets go the
+ * records it no longer has (ngx_http_prefix_route_index_let_go()): an
+ * address gone gives its record to a new one once every worker's view
+ * let it go and no request is in flight there.  The caller holds no
+ * lists lock: this takes the zone mutex (docs/design.md, "What workers
+ * share").  Nothing when the view did not change.
+ */
+#if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
+void ngx_http_prefix_route_let_go(ngx_http_prefix_route_srv_conf_t *prcf);
+#else
+#define ngx_http_prefix_route_let_go(prcf)
 #endif
 
 

@@ -613,6 +613,10 @@ ngx_http_prefix_route_index_leave(ngx_http_prefix_route_index_t *idx)
         }
     }
 
+    if (idx->holding) {
+        ngx_http_prefix_route_index_let_go(idx, NULL);
+    }
+
     ngx_shmtx_unlock(&idx->shpool->mutex);
 }
 
@@ -623,6 +627,7 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
 {
     size_t                          size, cells, alloc;
     uint32_t                        hash;
+    ngx_uint_t                      k, unused;
     ngx_queue_t                    *q;
     ngx_str_node_t                 *sn;
     ngx_http_prefix_route_sh_t     *sh;
@@ -669,6 +674,37 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
         }
 
         if (peer->room >= name->len) {
+            ngx_http_prefix_route_index_reuse(idx, peer, name, hash);
+            (*reused)++;
+            return peer;
+        }
+    }
+
+    /*
+     * then one of an address no worker's lists have any more ("resolve"),
+     * once no request is in flight there: between reloads records would
+     * only grow with a name whose addresses change (pods replaced); a
+     * request or probe that took it before sees its epoch moved on.  The
+     * oldest let go first: an address back soon finds its own.  The
+     * slots are hints, checked here: a record taken again by a view, or
+     * named in a "server" line since, leaves the list
+     */
+
+    for (k = 0; k < sh->nloose; /* void */) {
+        peer = sh->slots[sh->loose[k]];
+        unused = (peer->views == 0
+                  && (peer->fixed == 0 || peer->fixed < oldest));
+
+        if (unused && (peer->load.inflight || peer->room < name->len)) {
+            k++;
+            continue;
+        }
+
+        ngx_memmove(&sh->loose[k], &sh->loose[k + 1],
+                    (sh->nloose - k - 1) * sizeof(uint16_t));
+        sh->nloose--;
+
+        if (unused) {
             ngx_http_prefix_route_index_reuse(idx, peer, name, hash);
             (*reused)++;
             return peer;
@@ -785,6 +821,59 @@ done:
 }
 
 
+void
+ngx_http_prefix_route_index_hold(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer)
+{
+    uint64_t  bit;
+
+    bit = (uint64_t) 1 << (peer->slot % 64);
+
+    if (!(idx->holding[peer->slot / 64] & bit)) {
+        idx->holding[peer->slot / 64] |= bit;
+        peer->views++;
+    }
+}
+
+
+void
+ngx_http_prefix_route_index_let_go(ngx_http_prefix_route_index_t *idx,
+    uint64_t *keep)
+{
+    uint64_t                       bits;
+    ngx_uint_t                     w, k;
+    ngx_http_prefix_route_sh_t    *sh;
+    ngx_http_prefix_route_peer_t  *peer;
+
+    sh = idx->sh;
+
+    for (w = 0; w < NGX_HTTP_PREFIX_ROUTE_SLOT_WORDS; w++) {
+        bits = idx->holding[w] & (keep ? ~keep[w] : ~(uint64_t) 0);
+        idx->holding[w] &= ~bits;
+
+        for (k = 0; bits; k++, bits >>= 1) {
+
+            if (!(bits & 1)) {
+                continue;
+            }
+
+            peer = sh->slots[w * 64 + k];
+
+            if (peer->views == 0 || --peer->views) {
+                continue;
+            }
+
+            /* the slot first: a worker killed between leaves it unlisted */
+
+            if (sh->nloose < NGX_HTTP_PREFIX_ROUTE_LOOSE) {
+                sh->loose[sh->nloose] = (uint16_t) peer->slot;
+                sh->nloose++;
+            }
+        }
+    }
+}
+
+
 /*
  * Gives "peer", a record no running configuration names, to the server
  * "name", as a new record but for its blocks, which go in slices as a
@@ -813,6 +902,11 @@ ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
 
     peer->requests = 0;
     peer->hits = 0;
+
+    /* a view that held it before is gone (views: a killed worker's) */
+
+    peer->views = 0;
+    peer->epoch++;
 
     /* the charts' sums of the engines' usage go on from where they were */
 

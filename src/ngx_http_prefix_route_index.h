@@ -213,6 +213,15 @@ typedef struct {
     uint32_t                         named;     /* the newest
                                                    configuration naming it,
                                                    sh->gen's number */
+    uint32_t                         fixed;     /* the newest naming it in
+                                                   a "server" line, 0:
+                                                   none */
+    uint32_t                         views;     /* workers' views of
+                                                   "resolve" lists holding
+                                                   it */
+    uint32_t                         epoch;     /* its reuses: a request
+                                                   or probe that took it
+                                                   before checks it */
     size_t                           room;      /* bytes for the name */
     u_char                           name[1];   /* e.g. addr:port, of
                                                    sn.str.len bytes */
@@ -285,6 +294,16 @@ typedef struct {
 /* peers a zone can number */
 #define NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS    ((1 << 12) - 1)
 
+/* 64-bit words of a bit a slot */
+#define NGX_HTTP_PREFIX_ROUTE_SLOT_WORDS                                      \
+    ((NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS + 64) / 64)
+
+/*
+ * records every view let go that the zone keeps in sh->loose for new
+ * addresses, at most: beyond, a record waits for a reload
+ */
+#define NGX_HTTP_PREFIX_ROUTE_LOOSE        512
+
 /*
  * Where a mend of the index stands, between the slices it is done in
  * (ngx_http_prefix_route_index_ready()); all zero when none is under way.
@@ -304,8 +323,8 @@ typedef struct {
     ngx_uint_t                       k;
     ngx_uint_t                       nlost;     /* index pairs dropped */
     ngx_uint_t                       n;         /* blocks unpinned */
-    uint64_t                         lost[(NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS
-                                           + 64) / 64]; /* lists, by slot */
+    uint64_t                         lost[NGX_HTTP_PREFIX_ROUTE_SLOT_WORDS];
+                                                /* lists, by slot */
 } ngx_http_prefix_route_mend_t;
 
 
@@ -329,6 +348,11 @@ typedef struct {
                                                    made again from slots */
     ngx_http_prefix_route_peer_t   **slots;     /* peers by slot */
     ngx_uint_t                       npeers;    /* slots given to peers */
+    uint16_t                         loose[NGX_HTTP_PREFIX_ROUTE_LOOSE];
+                                                /* slots of records every
+                                                   view let go, or taken
+                                                   since (checked) */
+    ngx_uint_t                       nloose;
     ngx_uint_t                       nslots;    /* room in slots[] */
 
     ngx_uint_t                       entries;   /* indexed blocks */
@@ -441,6 +465,10 @@ typedef struct {
                                                    0: the default */
     uint32_t                         gen;       /* this configuration's
                                                    number in the zone */
+    uint64_t                        *holding;   /* "resolve": a bit a slot,
+                                                   the records this
+                                                   worker's view holds;
+                                                   NULL: none */
 } ngx_http_prefix_route_index_t;
 
 
@@ -502,16 +530,33 @@ void ngx_http_prefix_route_index_leave(ngx_http_prefix_route_index_t *idx);
 /*
  * Finds the shared record of the peer named "name" (a tree by name,
  * nginx's ngx_str_rbtree), marks it named by the configuration idx->gen,
- * or creates it.  Before it takes a new slot or
- * memory it reuses a record that only configurations older than "oldest"
- * (ngx_http_prefix_route_index_oldest()) named: its counters start at 0,
- * its blocks go in slices as a restarted engine's do, and *reused is
- * incremented.  The caller holds the zone mutex.  Returns NULL when the
- * zone has no record to reuse and no slot (4,095) or memory left.
+ * or creates it.  Before it takes a new slot or memory it reuses a record
+ * that only configurations older than "oldest"
+ * (ngx_http_prefix_route_index_oldest()) named, else one that every
+ * worker's view of "resolve" lists let go (sh->loose) with no request in
+ * flight there and no running configuration naming it in a "server" line
+ * ("fixed" 0 or older than "oldest"): its counters start at 0, its epoch
+ * moves on, its blocks go in slices as a restarted engine's do, and
+ * *reused is incremented.  The caller holds the zone mutex.  Returns NULL
+ * when the zone has no record to reuse and no slot (4,095) or memory
+ * left.
  */
 ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
     ngx_http_prefix_route_index_t *idx, ngx_str_t *name, uint32_t oldest,
     ngx_uint_t *reused);
+
+/*
+ * "resolve": this worker's view holds the record "peer" (idx->holding, a
+ * count in peer->views, once), which no other address takes while a view
+ * holds it; ..._let_go() lets go those whose bits "keep" lacks (NULL:
+ * all), a record no view holds going on sh->loose.  The caller holds the
+ * zone mutex.  A worker killed never lets go: its records wait for a
+ * reload (ngx_http_prefix_route_index_oldest()).
+ */
+void ngx_http_prefix_route_index_hold(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer);
+void ngx_http_prefix_route_index_let_go(ngx_http_prefix_route_index_t *idx,
+    uint64_t *keep);
 
 /*
  * A worker process of a configuration whose capacity is "capacity"

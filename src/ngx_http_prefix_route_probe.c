@@ -68,6 +68,11 @@ typedef struct {
     ngx_http_prefix_route_peer_t       *vsp;      /* shadow mode: that of
                                                      its would-be
                                                      placements, or NULL */
+    uint32_t                            epoch;    /* sp's and vsp's when
+                                                     set: moved on, the
+                                                     record was given to
+                                                     another address */
+    uint32_t                            vepoch;
     ngx_log_t                           log;      /* names the probe */
     ngx_log_t                           quiet;    /* the same, alert and
                                                      above: the connection
@@ -306,6 +311,11 @@ ngx_http_prefix_route_probe_set(ngx_http_prefix_route_probe_slot_t *s,
     s->sp = sp;
     s->vsp = vsp;
 
+    /* read without the mutex: a record the view holds is not reused */
+
+    s->epoch = sp ? sp->epoch : 0;
+    s->vepoch = vsp ? vsp->epoch : 0;
+
     /*
      * a unix socket's path is no host name, which a server may refuse
      * with a 400: "localhost", as nginx's proxy sends
@@ -415,6 +425,8 @@ ngx_http_prefix_route_probe_follow(ngx_http_prefix_route_prober_t *pr)
 done:
 
     ngx_http_prefix_route_lists_unlock(peers);
+
+    ngx_http_prefix_route_let_go(prcf);
 
     return rc;
 }
@@ -1029,6 +1041,13 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
         return;
     }
 
+    /* "resolve": the server left the lists and its record is another's */
+
+    if (sp->epoch != s->epoch) {
+        ngx_shmtx_unlock(&idx->shpool->mutex);
+        return;
+    }
+
     pb->round = s->round;
 
     if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED) {
@@ -1060,7 +1079,7 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
                  */
                 dropped = ngx_http_prefix_route_index_wipe(idx, sp);
 
-                if (s->vsp != NULL) {
+                if (s->vsp != NULL && s->vsp->epoch == s->vepoch) {
                     (void) ngx_http_prefix_route_index_wipe(idx, s->vsp);
                 }
 

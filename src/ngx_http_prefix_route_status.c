@@ -202,7 +202,7 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
     { "records", "server_records", "gauge",
       "Server records in the zone, at most 4095: the running "
       "configurations' servers, and servers gone, whose records are "
-      "reused once no process runs a configuration naming them." },
+      "reused once no process uses them." },
     { "prompt_bytes", "prompt_bytes_total", "counter",
       "Bytes of canonical prompt considered." },
     { "matched_bytes", "matched_bytes_total", "counter",
@@ -533,6 +533,8 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
 
         ngx_http_prefix_route_status_peers(prcf, peers, st, size);
         ngx_http_prefix_route_lists_unlock(peers);
+
+        ngx_http_prefix_route_let_go(prcf);
 
         ngx_http_prefix_route_status_roomless(st);
 

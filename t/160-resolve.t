@@ -276,3 +276,33 @@ main::listed(5, 6);
 --- response_body_like eval
 [qr/"name":"127\.0\.0\.5:19210","server":"llm\.test:19210","state":"up"/,
  qr{<tr><td>127\.0\.0\.5:19210<br><small>llm\.test:19210</small></td>}]
+
+
+
+=== TEST 11: while nginx runs, addresses the name gives no more give their records to new ones, once every worker let them go
+The name's addresses change three times without a reload (pods
+replaced).  The first change makes records (the workers' views still
+hold the addresses before); each later one reuses those of the change
+before, which both workers let go within their sweep (1 s): the zone's
+count stays where it was after the first.  The blocks of a record
+reused are dropped, in slices (a notice).
+--- init
+PrefixRoute::wait_for_old_workers();
+main::listed(5, 6);
+PrefixRoute::dns_answer("127.0.0.7", "127.0.0.8");
+main::listed(7, 8);
+select undef, undef, undef, 2.5;
+$main::Records = main::records();
+PrefixRoute::dns_answer("127.0.0.9", "127.0.0.10");
+main::listed(9, 10);
+select undef, undef, undef, 2.5;
+PrefixRoute::dns_answer("127.0.0.11", "127.0.0.12");
+main::listed(11, 12);
+--- request
+GET /status
+--- response_body_filters eval
+sub { my ($n) = $_[0] =~ /"records":(\d+)/; $n == $main::Records ? "as many records\n" : "records: $main::Records, then $n\n" }
+--- response_body
+as many records
+--- error_log
+were reused for new servers

@@ -66,6 +66,7 @@ static ngx_uint_t test_mended_trim(ngx_http_prefix_route_peer_t *peer);
 static void test_killed_pinned(void);
 static void test_sliced(void);
 static void test_reuse(void);
+static void test_loose(void);
 static void test_named_killed(void);
 static ngx_uint_t test_named_sound(void);
 static ngx_http_prefix_route_peer_t *test_named(char *name, uint32_t gen,
@@ -104,6 +105,7 @@ main(void)
     test_killed_pinned();
     test_sliced();
     test_reuse();
+    test_loose();
     test_named_killed();
 
     return test_done();
@@ -2745,6 +2747,122 @@ test_named_sound(void)
     }
 
     return test_check() == 0 && idx.sh->naming == 0;
+}
+
+
+/*
+ * "resolve" while nginx runs: a record every worker's view let go, with no
+ * request in flight there and no running configuration naming it in a
+ * "server" line, goes to the next new address, its epoch moved on.
+ */
+
+static void
+test_loose(void)
+{
+    uint64_t                       holding[NGX_HTTP_PREFIX_ROUTE_SLOT_WORDS];
+    uint64_t                       keep[NGX_HTTP_PREFIX_ROUTE_SLOT_WORDS];
+    uint32_t                       epoch;
+    ngx_uint_t                     slots;
+    ngx_http_prefix_route_peer_t  *a, *b, *c, *d, *f;
+
+    test_zone(1 << 20, 0);
+
+    ngx_memzero(holding, sizeof(holding));
+    idx.holding = holding;
+    test_reused = 0;
+
+    /* a worker of configuration 1 holds a and b in its view */
+
+    a = test_named("10.0.0.1:8000", 1, 0);
+    b = test_named("10.0.0.2:8000", 1, 0);
+    ngx_http_prefix_route_index_hold(&idx, a);
+    ngx_http_prefix_route_index_hold(&idx, a);
+    ngx_http_prefix_route_index_hold(&idx, b);
+
+    test_ok(a->views == 1 && b->views == 1,
+            "a view holds a record once");
+
+    /* the name now gives only b: the view lets a go, a request there */
+
+    ngx_memzero(keep, sizeof(keep));
+    keep[b->slot / 64] |= (uint64_t) 1 << (b->slot % 64);
+    ngx_http_prefix_route_index_let_go(&idx, keep);
+
+    a->cells[0].inflight = 1;
+    a->load.inflight = 1;
+    slots = idx.sh->npeers;
+    c = test_named("10.0.0.3:8000", 1, 0);
+
+    test_ok(a->views == 0 && b->views == 1 && c != a && c != b
+            && idx.sh->npeers == slots + 1 && test_reused == 0,
+            "a record let go with a request in flight there is kept");
+
+    /* that request ends: the next new address takes a's record */
+
+    a->cells[0].inflight = 0;
+    a->load.inflight = 0;
+    (void) test_record(1, 8, 0, 0);
+    epoch = a->epoch;
+    slots = idx.sh->npeers;
+    c = test_named("10.0.0.4:8000", 1, 0);
+
+    test_ok(c == a && test_reused == 1 && idx.sh->npeers == slots
+            && a->epoch != epoch && a->views == 0 && a->wiped == 2
+            && ngx_memcmp(a->name, "10.0.0.4:8000", a->sn.str.len) == 0,
+            "then the next new address takes it: new name, epoch moved "
+            "on, its blocks to go");
+
+    test_ok(test_named("10.0.0.1:8000", 1, 0) != a && test_reused == 1,
+            "the address gone comes back to a record of its own");
+
+    /* a record the view holds, or holds again by name, is not given */
+
+    ngx_http_prefix_route_index_hold(&idx, a);
+    ngx_http_prefix_route_index_let_go(&idx, keep);
+    ngx_http_prefix_route_index_hold(&idx, a);
+    slots = idx.sh->npeers;
+    c = test_named("10.0.0.5:8000", 1, 0);
+
+    test_ok(c != a && c != b && idx.sh->npeers == slots + 1
+            && test_reused == 1,
+            "a record taken again since it was let go is kept");
+
+    /* a "server" line of a running configuration names f */
+
+    f = test_named("10.0.0.6:8000", 2, 0);
+    f->fixed = 2;
+    ngx_memcpy(keep, holding, sizeof(keep));
+    ngx_http_prefix_route_index_hold(&idx, f);
+    ngx_http_prefix_route_index_let_go(&idx, keep);
+
+    test_ok(test_named("10.0.0.7:8000", 2, 0) != f && test_reused == 1,
+            "a record a running configuration's server line names is kept");
+
+    /* of two let go, the first goes first: the other may come back */
+
+    c = test_named("10.0.0.9:8000", 2, 0);
+    d = test_named("10.0.0.10:8000", 2, 0);
+    ngx_http_prefix_route_index_hold(&idx, c);
+    ngx_http_prefix_route_index_hold(&idx, d);
+    ngx_memcpy(keep, holding, sizeof(keep));
+    keep[c->slot / 64] &= ~((uint64_t) 1 << (c->slot % 64));
+    ngx_http_prefix_route_index_let_go(&idx, keep);
+    keep[d->slot / 64] &= ~((uint64_t) 1 << (d->slot % 64));
+    ngx_http_prefix_route_index_let_go(&idx, keep);
+
+    test_ok(test_named("10.0.0.11:8000", 2, 0) == c && test_reused == 2
+            && test_named("10.0.0.10:8000", 2, 0) == d,
+            "the record let go first is given first");
+
+    /* a worker's exit lets go all it holds */
+
+    ngx_http_prefix_route_index_let_go(&idx, NULL);
+
+    test_ok(a->views == 0 && b->views == 0 && idx.sh->nloose >= 2
+            && test_check() == 0,
+            "a view let go whole; the index is consistent");
+
+    idx.holding = NULL;
 }
 
 
