@@ -120,8 +120,6 @@ typedef struct {
                                                         list in the view */
     ngx_uint_t                          room;        /* positions the view
                                                         has room for */
-    ngx_uint_t                          pos_room;    /* slots pos[] has
-                                                        room for */
     void                               *view;        /* ngx_alloc()ed: the
                                                         arrays by position,
                                                         NULL: the pool's */
