@@ -1178,8 +1178,8 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     if (reused) {
         ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
                       "prefix_route zone \"%V\": %ui record(s) of servers "
-                      "no running configuration has were reused for new "
-                      "servers, their blocks dropped",
+                      "gone were reused for new servers, their blocks "
+                      "dropped",
                       &shm_zone->shm.name, reused);
     }
 
