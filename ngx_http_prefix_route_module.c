@@ -2919,11 +2919,16 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
                               + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
                               ctx->len, ctx->started);
 
+        /* "resolve": a server gone gives its record up once this ends */
+
+        ngx_http_prefix_route_index_loosen(idx, sp);
+
         if (vp != NULL) {
             ngx_http_prefix_route_load_discharge(vp, ctx->vcell,
                               ctx->vuncached
                               + NGX_HTTP_PREFIX_ROUTE_REQUEST_COST,
                               ctx->len, ctx->started);
+            ngx_http_prefix_route_index_loosen(idx, vp);
             ctx->vsent = NULL;
         }
 

@@ -182,6 +182,10 @@ static ngx_uint_t ngx_http_prefix_route_index_cut(
     ngx_uint_t capacity, uint32_t *before, ngx_uint_t limit);
 static ngx_uint_t ngx_http_prefix_route_index_slice(
     ngx_http_prefix_route_index_t *idx);
+static ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_unlist(
+    ngx_http_prefix_route_index_t *idx, uint32_t oldest, size_t len);
+static void ngx_http_prefix_route_index_relist(
+    ngx_http_prefix_route_index_t *idx);
 static void ngx_http_prefix_route_index_reuse(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
     ngx_str_t *name, uint32_t hash);
@@ -627,7 +631,6 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
 {
     size_t                          size, cells, alloc;
     uint32_t                        hash;
-    ngx_uint_t                      k, unused;
     ngx_queue_t                    *q;
     ngx_str_node_t                 *sn;
     ngx_http_prefix_route_sh_t     *sh;
@@ -685,30 +688,15 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
      * once no request is in flight there: between reloads records would
      * only grow with a name whose addresses change (pods replaced); a
      * request or probe that took it before sees its epoch moved on.  The
-     * oldest let go first: an address back soon finds its own.  The
-     * slots are hints, checked here: a record taken again by a view, or
-     * named in a "server" line since, leaves the list
+     * oldest let go first: an address back soon finds its own
      */
 
-    for (k = 0; k < sh->nloose; /* void */) {
-        peer = sh->slots[sh->loose[k]];
-        unused = (peer->views == 0
-                  && (peer->fixed == 0 || peer->fixed < oldest));
+    peer = ngx_http_prefix_route_index_unlist(idx, oldest, name->len);
 
-        if (unused && (peer->load.inflight || peer->room < name->len)) {
-            k++;
-            continue;
-        }
-
-        ngx_memmove(&sh->loose[k], &sh->loose[k + 1],
-                    (sh->nloose - k - 1) * sizeof(uint16_t));
-        sh->nloose--;
-
-        if (unused) {
-            ngx_http_prefix_route_index_reuse(idx, peer, name, hash);
-            (*reused)++;
-            return peer;
-        }
+    if (peer != NULL) {
+        ngx_http_prefix_route_index_reuse(idx, peer, name, hash);
+        (*reused)++;
+        return peer;
     }
 
     if (sh->npeers == NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS) {
@@ -832,6 +820,10 @@ ngx_http_prefix_route_index_hold(ngx_http_prefix_route_index_t *idx,
     if (!(idx->holding[peer->slot / 64] & bit)) {
         idx->holding[peer->slot / 64] |= bit;
         peer->views++;
+
+        if (peer->loose == 1 || peer->loose == 3) {
+            peer->loose = 0;
+        }
     }
 }
 
@@ -863,14 +855,127 @@ ngx_http_prefix_route_index_let_go(ngx_http_prefix_route_index_t *idx,
                 continue;
             }
 
-            /* the slot first: a worker killed between leaves it unlisted */
-
-            if (sh->nloose < NGX_HTTP_PREFIX_ROUTE_LOOSE) {
-                sh->loose[sh->nloose] = (uint16_t) peer->slot;
-                sh->nloose++;
+            if (peer->loose == 0) {
+                peer->loose = 1;
             }
+
+            ngx_http_prefix_route_index_loosen(idx, peer);
         }
     }
+}
+
+
+/*
+ * The oldest record on sh->loose that a name of "len" bytes may take: let
+ * go by every view, no request in flight there, named in no "server" line
+ * of a configuration from "oldest" on; taken off the ring, or NULL.  The
+ * entries are hints, checked here: a record taken again by a view, or
+ * named in a "server" line since, leaves the ring; one with requests in
+ * flight again waits for them, one too short for the name goes back at
+ * its end.  The caller holds the zone mutex.
+ */
+
+static ngx_http_prefix_route_peer_t *
+ngx_http_prefix_route_index_unlist(ngx_http_prefix_route_index_t *idx,
+    uint32_t oldest, size_t len)
+{
+    ngx_uint_t                     k, slot, pass;
+    ngx_http_prefix_route_sh_t    *sh;
+    ngx_http_prefix_route_peer_t  *peer;
+
+    sh = idx->sh;
+
+    for (pass = 0; pass < 2; pass++) {
+
+        if (sh->unlisted && sh->nloose <= NGX_HTTP_PREFIX_ROUTE_LOOSE / 2) {
+            ngx_http_prefix_route_index_relist(idx);
+        }
+
+        for (k = sh->nloose; k > 0; k--) {
+            slot = sh->loose[sh->loose_head];
+
+            /* a worker killed between loses the entry, not the ring */
+
+            sh->nloose--;
+            sh->loose_head = (sh->loose_head + 1)
+                             % NGX_HTTP_PREFIX_ROUTE_LOOSE;
+
+            if (slot >= sh->npeers || sh->slots[slot]->loose != 2) {
+                continue;
+            }
+
+            peer = sh->slots[slot];
+            peer->loose = 0;
+
+            if (peer->views || (peer->fixed && peer->fixed >= oldest)) {
+                continue;
+            }
+
+            if (peer->load.inflight || peer->room < len) {
+                peer->loose = 1;
+                ngx_http_prefix_route_index_loosen(idx, peer);
+                continue;
+            }
+
+            return peer;
+        }
+    }
+
+    return NULL;
+}
+
+
+/*
+ * Lists the records that waited for room on sh->loose, as far as it has
+ * room: a walk of the records, once the ring is half empty, after more
+ * were let go at once than it holds.  The caller holds the zone mutex.
+ */
+
+static void
+ngx_http_prefix_route_index_relist(ngx_http_prefix_route_index_t *idx)
+{
+    ngx_uint_t                     i;
+    ngx_http_prefix_route_sh_t    *sh;
+    ngx_http_prefix_route_peer_t  *peer;
+
+    sh = idx->sh;
+    sh->unlisted = 0;
+
+    for (i = 0; i < sh->npeers; i++) {
+        peer = sh->slots[i];
+
+        if (peer->loose == 3) {
+            peer->loose = 1;
+            ngx_http_prefix_route_index_loosen(idx, peer);
+        }
+    }
+}
+
+
+void
+ngx_http_prefix_route_index_loosen(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer)
+{
+    ngx_http_prefix_route_sh_t  *sh;
+
+    sh = idx->sh;
+
+    if (peer->loose != 1 || peer->views || peer->load.inflight) {
+        return;
+    }
+
+    if (sh->nloose == NGX_HTTP_PREFIX_ROUTE_LOOSE) {
+        peer->loose = 3;
+        sh->unlisted++;
+        return;
+    }
+
+    /* the slot first: a worker killed between leaves it unlisted */
+
+    sh->loose[(sh->loose_head + sh->nloose) % NGX_HTTP_PREFIX_ROUTE_LOOSE] =
+                                                         (uint16_t) peer->slot;
+    sh->nloose++;
+    peer->loose = 2;
 }
 
 
@@ -906,6 +1011,7 @@ ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
     /* a view that held it before is gone (views: a killed worker's) */
 
     peer->views = 0;
+    peer->loose = 0;
     peer->epoch++;
 
     /* the charts' sums of the engines' usage go on from where they were */

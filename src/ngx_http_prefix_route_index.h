@@ -216,9 +216,14 @@ typedef struct {
     uint32_t                         fixed;     /* the newest naming it in
                                                    a "server" line, 0:
                                                    none */
-    uint32_t                         views;     /* workers' views of
+    uint16_t                         views;     /* workers' views of
                                                    "resolve" lists holding
                                                    it */
+    uint16_t                         loose;     /* every view let it go: 1
+                                                   while requests are in
+                                                   flight there, 2 on
+                                                   sh->loose, 3 waiting
+                                                   for room there; else 0 */
     uint32_t                         epoch;     /* its reuses: a request
                                                    or probe that took it
                                                    before checks it */
@@ -299,8 +304,8 @@ typedef struct {
     ((NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS + 64) / 64)
 
 /*
- * records every view let go that the zone keeps in sh->loose for new
- * addresses, at most: beyond, a record waits for a reload
+ * room in sh->loose: records let go beyond it wait for room, found by a
+ * walk of the records when the ring is empty (sh->unlisted)
  */
 #define NGX_HTTP_PREFIX_ROUTE_LOOSE        512
 
@@ -349,10 +354,16 @@ typedef struct {
     ngx_http_prefix_route_peer_t   **slots;     /* peers by slot */
     ngx_uint_t                       npeers;    /* slots given to peers */
     uint16_t                         loose[NGX_HTTP_PREFIX_ROUTE_LOOSE];
-                                                /* slots of records every
-                                                   view let go, or taken
-                                                   since (checked) */
+                                                /* a ring, oldest first:
+                                                   slots of records every
+                                                   view let go with no
+                                                   request in flight there
+                                                   (each checked when
+                                                   taken) */
+    ngx_uint_t                       loose_head;
     ngx_uint_t                       nloose;
+    ngx_uint_t                       unlisted;  /* records waiting for room
+                                                   on it, about */
     ngx_uint_t                       nslots;    /* room in slots[] */
 
     ngx_uint_t                       entries;   /* indexed blocks */
@@ -549,14 +560,17 @@ ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
  * "resolve": this worker's view holds the record "peer" (idx->holding, a
  * count in peer->views, once), which no other address takes while a view
  * holds it; ..._let_go() lets go those whose bits "keep" lacks (NULL:
- * all), a record no view holds going on sh->loose.  The caller holds the
- * zone mutex.  A worker killed never lets go: its records wait for a
- * reload (ngx_http_prefix_route_index_oldest()).
+ * all), a record no view holds going on sh->loose once no request is in
+ * flight there: ..._loosen(), called when a request there ends, lists it
+ * then.  The caller holds the zone mutex.  A worker killed never lets
+ * go: its records wait for a reload (ngx_http_prefix_route_index_oldest()).
  */
 void ngx_http_prefix_route_index_hold(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_peer_t *peer);
 void ngx_http_prefix_route_index_let_go(ngx_http_prefix_route_index_t *idx,
     uint64_t *keep);
+void ngx_http_prefix_route_index_loosen(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer);
 
 /*
  * A worker process of a configuration whose capacity is "capacity"

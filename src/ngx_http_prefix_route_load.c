@@ -279,6 +279,10 @@ ngx_http_prefix_route_load_orphans(ngx_http_prefix_route_index_t *idx,
             t->waiting += peer->cells[i].waiting;
             t->inflight += peer->cells[i].inflight;
         }
+
+        /* the dead worker's requests no longer keep a record gone */
+
+        ngx_http_prefix_route_index_loosen(idx, peer);
     }
 
     return n;

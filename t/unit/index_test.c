@@ -2761,11 +2761,12 @@ test_loose(void)
 {
     uint64_t                       holding[NGX_HTTP_PREFIX_ROUTE_SLOT_WORDS];
     uint64_t                       keep[NGX_HTTP_PREFIX_ROUTE_SLOT_WORDS];
+    u_char                         name[32];
     uint32_t                       epoch;
-    ngx_uint_t                     slots;
+    ngx_uint_t                     k, slots, reused;
     ngx_http_prefix_route_peer_t  *a, *b, *c, *d, *f;
 
-    test_zone(1 << 20, 0);
+    test_zone(8 << 20, 0);
 
     ngx_memzero(holding, sizeof(holding));
     idx.holding = holding;
@@ -2801,6 +2802,10 @@ test_loose(void)
 
     a->cells[0].inflight = 0;
     a->load.inflight = 0;
+    ngx_http_prefix_route_index_loosen(&idx, a);
+    peers[0] = a;
+    pos[a->slot] = 0;
+    npeers = 1;
     (void) test_record(1, 8, 0, 0);
     epoch = a->epoch;
     slots = idx.sh->npeers;
@@ -2854,12 +2859,36 @@ test_loose(void)
             && test_named("10.0.0.10:8000", 2, 0) == d,
             "the record let go first is given first");
 
-    /* a worker's exit lets go all it holds */
+    /* a change of 600 addresses: every record let go is given again */
+
+    ngx_memzero(keep, sizeof(keep));
+    ngx_http_prefix_route_index_let_go(&idx, keep);
+
+    for (k = 0; k < 600; k++) {
+        (void) ngx_sprintf(name, "10.1.%ui.%ui:8000%Z", k / 256, k % 256);
+        ngx_http_prefix_route_index_hold(&idx, test_named((char *) name, 2,
+                                                          0));
+    }
 
     ngx_http_prefix_route_index_let_go(&idx, NULL);
+    slots = idx.sh->npeers;
+    reused = test_reused;
 
-    test_ok(a->views == 0 && b->views == 0 && idx.sh->nloose >= 2
-            && test_check() == 0,
+    for (k = 0; k < 600; k++) {
+        (void) ngx_sprintf(name, "10.2.%ui.%ui:8000%Z", k / 256, k % 256);
+        (void) test_named((char *) name, 2, 0);
+    }
+
+    test_ok(idx.sh->npeers == slots && test_reused == reused + 600,
+            "600 records let go at once all go to the next 600 addresses");
+
+    /* a worker's exit lets go all it holds */
+
+    f = test_named("10.0.0.12:8000", 2, 0);
+    ngx_http_prefix_route_index_hold(&idx, f);
+    ngx_http_prefix_route_index_let_go(&idx, NULL);
+
+    test_ok(f->views == 0 && f->loose >= 2 && test_check() == 0,
             "a view let go whole; the index is consistent");
 
     idx.holding = NULL;
