@@ -234,6 +234,8 @@ static ngx_int_t ngx_http_prefix_route_follow_records(
     ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_http_upstream_rr_peers_t *peers, ngx_uint_t unknown,
     ngx_uint_t *reused, ngx_uint_t *roomless);
+static void ngx_http_prefix_route_keep(uint64_t *keep,
+    ngx_http_prefix_route_peer_t *sp);
 static void ngx_http_prefix_route_unfollow(void *data);
 static ngx_http_prefix_route_peer_t *ngx_http_prefix_route_known(
     ngx_http_prefix_route_peer_t **known, ngx_uint_t n, ngx_str_t *name);
@@ -1648,9 +1650,8 @@ ngx_http_prefix_route_follow_records(ngx_http_prefix_route_srv_conf_t *prcf,
 void
 ngx_http_prefix_route_let_go(ngx_http_prefix_route_srv_conf_t *prcf)
 {
-    uint64_t                       keep[NGX_HTTP_PREFIX_ROUTE_SLOT_WORDS];
-    ngx_uint_t                     b, i, n;
-    ngx_http_prefix_route_peer_t  *sp;
+    uint64_t    keep[NGX_HTTP_PREFIX_ROUTE_SLOT_WORDS];
+    ngx_uint_t  b, i;
 
     if (!prcf->release) {
         return;
@@ -1662,21 +1663,30 @@ ngx_http_prefix_route_let_go(ngx_http_prefix_route_srv_conf_t *prcf)
 
     ngx_memzero(keep, sizeof(keep));
 
-    for (b = 0; b < 3; b++) {
-        n = (b == 2) ? (prcf->shadow ? prcf->number[0] : 0) : prcf->number[b];
-
-        for (i = 0; i < n; i++) {
-            sp = (b == 2) ? prcf->vshared[i] : prcf->shared[b][i];
-
-            if (sp != NULL) {
-                keep[sp->slot / 64] |= (uint64_t) 1 << (sp->slot % 64);
-            }
+    for (b = 0; b < 2; b++) {
+        for (i = 0; i < prcf->number[b]; i++) {
+            ngx_http_prefix_route_keep(keep, prcf->shared[b][i]);
         }
+    }
+
+    for (i = 0; prcf->shadow && i < prcf->number[0]; i++) {
+        ngx_http_prefix_route_keep(keep, prcf->vshared[i]);
     }
 
     ngx_shmtx_lock(&prcf->index.shpool->mutex);
     ngx_http_prefix_route_index_let_go(&prcf->index, keep);
     ngx_shmtx_unlock(&prcf->index.shpool->mutex);
+}
+
+
+/* sets the bit of record "sp" (NULL: none) in "keep", a bitmap by slot */
+
+static void
+ngx_http_prefix_route_keep(uint64_t *keep, ngx_http_prefix_route_peer_t *sp)
+{
+    if (sp != NULL) {
+        keep[sp->slot / 64] |= (uint64_t) 1 << (sp->slot % 64);
+    }
 }
 
 
