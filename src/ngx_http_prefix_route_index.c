@@ -893,19 +893,27 @@ ngx_http_prefix_route_index_unlist(ngx_http_prefix_route_index_t *idx,
 
         for (k = sh->nloose; k > 0; k--) {
             slot = sh->loose[sh->loose_head];
+            peer = (slot < sh->npeers) ? sh->slots[slot] : NULL;
 
-            /* a worker killed between loses the entry, not the ring */
+            if (peer && peer->loose == 2) {
+                peer->loose = 0;
+
+            } else {
+                peer = NULL;
+            }
+
+            /*
+             * off the ring after its state: a worker killed between loses
+             * the record until a reload, not the ring's consistency
+             */
 
             sh->nloose--;
             sh->loose_head = (sh->loose_head + 1)
                              % NGX_HTTP_PREFIX_ROUTE_LOOSE;
 
-            if (slot >= sh->npeers || sh->slots[slot]->loose != 2) {
+            if (peer == NULL) {
                 continue;
             }
-
-            peer = sh->slots[slot];
-            peer->loose = 0;
 
             if (peer->views || (peer->fixed && peer->fixed >= oldest)) {
                 continue;
@@ -2668,9 +2676,11 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
     ngx_pool_t *pool, ngx_log_t *log)
 {
     uint32_t                          named;
+    uint64_t                          bit;
+    uint64_t                          listed[NGX_HTTP_PREFIX_ROUTE_SLOT_WORDS];
     uintptr_t                        *byaddr, key, *pu, *ph;
     ngx_uint_t                        b, i, s, nh, nt, ne, nc, nu, kids, bad;
-    ngx_uint_t                        seen[12];
+    ngx_uint_t                        waiting, seen[13];
     uint32_t                          tenants[2][NGX_HTTP_PREFIX_ROUTE_TENANTS];
     ngx_queue_t                      *q;
     ngx_http_prefix_route_sh_t       *sh;
@@ -2679,7 +2689,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_entry_t    *e, *p;
     ngx_http_prefix_route_holder_t   *h, *u;
 
-    static const char  *what[12] = {
+    static const char  *what[13] = {
         "entries in the table and their count differ",
         "an entry's holders or children are miscounted",
         "a holder is linked from another entry or peer",
@@ -2693,7 +2703,9 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         "a tenant's entries or protected holders are miscounted",
         "a list's links back differ from its links forward",
         "a server record is not found by its name, or is out of the "
-        "order of the configurations naming it"
+        "order of the configurations naming it",
+        "a server record let go is off the ring, or held by this worker "
+        "with no view counted"
     };
 
     /* a change a killed worker left is mended first, all of it */
@@ -2720,10 +2732,30 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         return NGX_ERROR;
     }
 
+    /* the records on the ring of those let go ("resolve") */
+
+    ngx_memzero(listed, sizeof(listed));
+
+    if (sh->nloose > NGX_HTTP_PREFIX_ROUTE_LOOSE) {
+        ngx_http_prefix_route_bad(12);
+    }
+
+    for (i = 0; i < ngx_min(sh->nloose, NGX_HTTP_PREFIX_ROUTE_LOOSE); i++) {
+        s = sh->loose[(sh->loose_head + i) % NGX_HTTP_PREFIX_ROUTE_LOOSE];
+
+        if (s >= sh->npeers) {
+            ngx_http_prefix_route_bad(12);
+            continue;
+        }
+
+        listed[s / 64] |= (uint64_t) 1 << (s % 64);
+    }
+
     /* each peer's list: its holders and their count */
 
     i = 0;
     named = 0;
+    waiting = 0;
 
     for (q = ngx_queue_head(&sh->peers);
          q != ngx_queue_sentinel(&sh->peers);
@@ -2748,6 +2780,23 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
         }
 
         named = peer->named;
+
+        /*
+         * a record on the ring is listed there (an entry may outlive its
+         * state: entries are hints), one waiting for room is counted, and
+         * one this worker's view holds has a view counted
+         */
+
+        bit = (uint64_t) 1 << (peer->slot % 64);
+        waiting += (peer->loose == 3);
+
+        if (peer->loose > 3
+            || (peer->loose == 2 && !(listed[peer->slot / 64] & bit))
+            || (idx->holding && (idx->holding[peer->slot / 64] & bit)
+                && peer->views == 0))
+        {
+            ngx_http_prefix_route_bad(12);
+        }
 
         nh = 0;
 
@@ -2775,6 +2824,10 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 
     if (i != sh->npeers) {
         ngx_http_prefix_route_bad(2);
+    }
+
+    if (waiting > sh->unlisted) {
+        ngx_http_prefix_route_bad(12);
     }
 
     /*
@@ -2977,7 +3030,7 @@ ngx_http_prefix_route_index_check(ngx_http_prefix_route_index_t *idx,
 
 #undef ngx_http_prefix_route_bad
 
-    for (i = 0; i < 12; i++) {
+    for (i = 0; i < 13; i++) {
         if (seen[i]) {
             ngx_log_error(NGX_LOG_ALERT, log, 0,
                           "prefix_route index check: %s (%ui times)",

@@ -305,7 +305,7 @@ typedef struct {
 
 /*
  * room in sh->loose: records let go beyond it wait for room, found by a
- * walk of the records when the ring is empty (sh->unlisted)
+ * walk of the records once the ring is half empty (sh->unlisted)
  */
 #define NGX_HTTP_PREFIX_ROUTE_LOOSE        512
 
@@ -734,11 +734,13 @@ void ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
  * Walks the whole index and checks its counts and links: entries and
  * holders against sh's counts, each entry's children and holders, each
  * holder's entry and parent holder, each peer's blocks and LRU queue,
- * each tenant's entries and protected holders, and that a parent is more
- * recently used than its child.  O(n log n) in the holders, which it
- * sorts; for tests and the status endpoint's "check" argument, after
- * mending what a worker killed inside a change left, all the slices left
- * at once (the mutex held, as for the others).  Logs each kind of
+ * each tenant's entries and protected holders, that a parent is more
+ * recently used than its child, and the records let go ("resolve"): on
+ * sh->loose if said to be, those waiting for room counted, those this
+ * worker's view holds with a view counted.  O(n log n) in the holders,
+ * which it sorts; for tests and the status endpoint's "check" argument,
+ * after mending what a worker killed inside a change left, all the slices
+ * left at once (the mutex held, as for the others).  Logs each kind of
  * inconsistency found once, at alert level, and returns the number found
  * (0: consistent), or NGX_ERROR when "pool" has no memory for the walk.
  */

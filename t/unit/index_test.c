@@ -2874,6 +2874,11 @@ test_loose(void)
     slots = idx.sh->npeers;
     reused = test_reused;
 
+    test_ok(idx.sh->nloose == NGX_HTTP_PREFIX_ROUTE_LOOSE
+            && idx.sh->unlisted && test_check() == 0,
+            "600 let go at once: the ring full, the rest waiting for room, "
+            "consistent");
+
     for (k = 0; k < 600; k++) {
         (void) ngx_sprintf(name, "10.2.%ui.%ui:8000%Z", k / 256, k % 256);
         (void) test_named((char *) name, 2, 0);
@@ -2890,6 +2895,20 @@ test_loose(void)
 
     test_ok(f->views == 0 && f->loose >= 2 && test_check() == 0,
             "a view let go whole; the index is consistent");
+
+    /* the check finds a record said to be on the ring and off it */
+
+    d = test_named("10.0.0.13:8000", 2, 0);
+    d->loose = 2;
+    k = (ngx_uint_t) test_check();
+    d->loose = 0;
+    holding[d->slot / 64] |= (uint64_t) 1 << (d->slot % 64);
+    reused = (ngx_uint_t) test_check();
+    holding[d->slot / 64] &= ~((uint64_t) 1 << (d->slot % 64));
+
+    test_ok(k == 1 && reused == 1 && test_check() == 0,
+            "the check finds a record said to be on the ring and off it, "
+            "and one held with no view counted");
 
     idx.holding = NULL;
 }
