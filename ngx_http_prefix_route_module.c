@@ -249,6 +249,7 @@ static void ngx_http_prefix_route_repeated(
     ngx_uint_t n);
 static ngx_int_t ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
     ngx_http_upstream_srv_conf_t *us);
+static ngx_uint_t ngx_http_prefix_route_body_sent(ngx_http_request_t *r);
 static void ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx);
 static ngx_int_t ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc,
@@ -1899,6 +1900,84 @@ ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
 
 
 /*
+ * Whether the request the upstream sends carries the client's body, the
+ * one the prompt is read from: 1 when it holds copies of the body's
+ * buffers (proxy's, grpc's and the other modules' own requests), or ends
+ * with its bytes (a script's body, "proxy_set_body $request_body",
+ * compared when the body is in memory); 0 otherwise, as with
+ * "proxy_set_body" of other text or "proxy_pass_request_body off", whose
+ * prompt no engine would see.  Called after the upstream module made its
+ * request, which nginx does before the balancer's init.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_body_sent(ngx_http_request_t *r)
+{
+    size_t        len, n;
+    u_char       *p;
+    ngx_buf_t    *b, *first, *last;
+    ngx_chain_t  *cl;
+
+    first = r->request_body->bufs->buf;
+    last = NULL;
+
+    for (cl = r->upstream->request_bufs; cl; cl = cl->next) {
+        b = cl->buf;
+
+        if (ngx_buf_in_memory(first)
+            ? ngx_buf_in_memory(b) && b->pos == first->pos
+            : b->in_file && b->file == first->file
+              && b->file_pos == first->file_pos)
+        {
+            return 1;
+        }
+
+        last = b;
+    }
+
+    len = 0;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        if (ngx_buf_special(cl->buf)) {
+            continue;
+        }
+
+        if (!ngx_buf_in_memory(cl->buf)) {
+            return 0;
+        }
+
+        len += cl->buf->last - cl->buf->pos;
+    }
+
+    /* an empty body has no prompt either way */
+
+    if (len == 0) {
+        return 1;
+    }
+
+    if (last == NULL || !ngx_buf_in_memory(last)
+        || (size_t) (last->last - last->pos) < len)
+    {
+        return 0;
+    }
+
+    p = last->last - len;
+
+    for (cl = r->request_body->bufs; cl; cl = cl->next) {
+        n = ngx_buf_special(cl->buf) ? 0 : cl->buf->last - cl->buf->pos;
+
+        if (ngx_memcmp(p, cl->buf->pos, n) != 0) {
+            return 0;
+        }
+
+        p += n;
+    }
+
+    return 1;
+}
+
+
+/*
  * Reads the request body, builds its canonical prompt and hashes it into
  * blocks.  A request whose prompt cannot be had is left as BYPASS and is
  * balanced by round robin.
@@ -1925,6 +2004,14 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     if (rb == NULL || rb->bufs == NULL) {
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "prefix_route: no request body, round robin");
+        return;
+    }
+
+    if (!ngx_http_prefix_route_body_sent(r)) {
+        ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                      "prefix_route: the body sent to the upstream is not "
+                      "the client's (proxy_set_body? "
+                      "proxy_pass_request_body off?), round robin");
         return;
     }
 

@@ -354,3 +354,68 @@ client_body_buffer_size 1m;
 [alert]
 [crit]
 a client request body is buffered to a temporary file
+
+
+
+=== TEST 16: a body proxy_set_body replaces is not the prompt: BYPASS, round robin, the backend gets the body set
+The engine never sees the client's prompt, so the index must not record it.
+--- config
+proxy_set_body '{"model":"m","messages":[{"role":"user","content":"set"}]}';
+--- request eval
+[("POST /v1/chat/completions\n" . main::chat(10)) x 2]
+--- response_headers eval
+["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
+--- response_body eval
+[("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"set\"}]}\n") x 2]
+--- error_log eval
+qr/\[info\] .*prefix_route: the body sent to the upstream is not the client's \(proxy_set_body\? proxy_pass_request_body off\?\), round robin/
+
+
+
+=== TEST 17: proxy_set_body $request_body sends the client's body: routed as without it
+--- config
+client_header_buffer_size 64k;
+client_body_buffer_size 1m;
+proxy_set_body $request_body;
+--- request eval
+[("POST /v1/chat/completions\n$main::Chat20k") x 2]
+--- response_headers eval
+["X-Prefix-Route: MISS 0 22313\nX-Backend: b1", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b1"]
+--- response_body eval
+[("$main::Chat20k\n") x 2]
+--- no_error_log
+[error]
+[alert]
+[crit]
+the body sent to the upstream
+
+
+
+=== TEST 18: proxy_pass_request_body off sends no body: BYPASS, round robin
+--- config
+proxy_pass_request_body off;
+proxy_set_header Content-Length "";
+--- request eval
+[("POST /v1/chat/completions\n" . main::chat(10)) x 2]
+--- response_headers eval
+["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
+--- response_body eval
+["\n", "\n"]
+--- error_log eval
+qr/\[info\] .*prefix_route: the body sent to the upstream is not the client's/
+
+
+
+=== TEST 19: proxy_set_body $request_body with the body in the temporary file sends nothing of it: BYPASS
+$request_body is empty when the body is in a file.
+--- config
+client_body_buffer_size 1k;
+proxy_set_body $request_body;
+--- request eval
+[("POST /v1/chat/completions\n$main::Chat20k") x 2]
+--- response_headers eval
+["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
+--- response_body eval
+["\n", "\n"]
+--- error_log eval
+qr/\[info\] .*prefix_route: the body sent to the upstream is not the client's/
