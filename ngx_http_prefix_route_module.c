@@ -1902,10 +1902,10 @@ ngx_http_prefix_route_init_peer(ngx_http_request_t *r,
 /*
  * Whether the request the upstream sends carries the client's body, the
  * one the prompt is read from: 1 when it holds copies of the body's
- * buffers (proxy's, grpc's and the other modules' own requests), or ends
- * with its bytes (a script's body, "proxy_set_body $request_body",
- * compared when the body is in memory); 0 otherwise, as with
- * "proxy_set_body" of other text or "proxy_pass_request_body off", whose
+ * buffers (proxy's, grpc's and the other modules' own requests), or is
+ * its bytes after the header (a script's body, "proxy_set_body
+ * $request_body", compared when the body is in memory); 0 otherwise, as
+ * with "proxy_set_body" of other text or "proxy_pass_request_body off", whose
  * prompt no engine would see.  Called after the upstream module made its
  * request, which nginx does before the balancer's init.
  */
@@ -1961,7 +1961,19 @@ ngx_http_prefix_route_body_sent(ngx_http_request_t *r)
         return 0;
     }
 
+    /*
+     * and nothing before them but the request's header (HTTP/1.x: its
+     * blank line) or nothing at all (a buffer of its own, HTTP/2):
+     * "x$request_body" is another body
+     */
+
     p = last->last - len;
+
+    if (p != last->pos
+        && (p - last->pos < 4 || ngx_memcmp(p - 4, CRLF CRLF, 4) != 0))
+    {
+        return 0;
+    }
 
     for (cl = r->request_body->bufs; cl; cl = cl->next) {
         n = ngx_buf_special(cl->buf) ? 0 : cl->buf->last - cl->buf->pos;

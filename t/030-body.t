@@ -419,3 +419,36 @@ proxy_set_body $request_body;
 ["\n", "\n"]
 --- error_log eval
 qr/\[info\] .*prefix_route: the body sent to the upstream is not the client's/
+
+
+
+=== TEST 20: a body set around the client's is another body: BYPASS (helper-57)
+"x$request_body" ends with the client's bytes, but the engine gets more.
+--- config
+client_header_buffer_size 64k;
+client_body_buffer_size 1m;
+proxy_set_body "x$request_body";
+--- request eval
+[("POST /v1/chat/completions\n" . main::chat(10)) x 2]
+--- response_headers eval
+["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
+--- response_body eval
+[("x" . main::chat(10) . "\n") x 2]
+--- error_log eval
+qr/\[info\] .*prefix_route: the body sent to the upstream is not the client's/
+
+
+
+=== TEST 21: the client's body sent twice is another body: BYPASS
+--- config
+client_header_buffer_size 64k;
+client_body_buffer_size 1m;
+proxy_set_body "$request_body$request_body";
+--- request eval
+[("POST /v1/chat/completions\n" . main::chat(10)) x 2]
+--- response_headers eval
+["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
+--- response_body eval
+[(main::chat(10) . main::chat(10) . "\n") x 2]
+--- error_log eval
+qr/\[info\] .*prefix_route: the body sent to the upstream is not the client's/
