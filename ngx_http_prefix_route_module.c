@@ -1976,7 +1976,11 @@ ngx_http_prefix_route_body_sent(ngx_http_request_t *r)
     }
 
     for (cl = r->request_body->bufs; cl; cl = cl->next) {
-        n = ngx_buf_special(cl->buf) ? 0 : cl->buf->last - cl->buf->pos;
+        if (ngx_buf_special(cl->buf)) {
+            continue;
+        }
+
+        n = cl->buf->last - cl->buf->pos;
 
         if (ngx_memcmp(p, cl->buf->pos, n) != 0) {
             return 0;
