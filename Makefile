@@ -178,7 +178,7 @@ clean:
 	rm -rf $(BUILD) objs
 
 ## make bench           bench/run/bench.py: bench/results/bench.md, ~23 min
-## make bench-feedback  with and without the engines' corrections, ~11 min
+## make bench-feedback  with and without the engines' corrections, ~13 min
 ## make bench-probes    with and without prefix_route_probe, ~25 min
 bench bench-feedback bench-probes: all $(NGINX_BIN) check-deps
 	$(RUN) /usr/bin/python3 bench/run/bench.py \

@@ -133,6 +133,21 @@ WORKLOADS = collections.OrderedDict([
                 "output",
         "repeats": SHORT_REPEATS,
     }),
+    # make bench-feedback only: multi-turn chat on engines with a quarter
+    # of the H100's KV cache (14 GiB of Llama-3-8B's 128 KiB a token, about
+    # what a 40 GB A100 leaves after the weights), where live conversations
+    # are evicted (the bound falls from 0.92 to about 0.6), so that a
+    # capacity= sized for the H100 is 4x too large for the cache that
+    # evicts: with the default cache the workload fits, and no capacity
+    # is wrong enough to matter
+    ("multi-turn-evict", {
+        "title": "multi-turn chat on engines with a quarter of the cache",
+        "gen": ["multi-turn", "--preamble-tokens", str(PREAMBLE),
+                "--users", "600", "--rate", "6"],
+        "scale": 0.1,
+        "load": "as multi-turn; 7,168 KV blocks a backend",
+        "kv_blocks": 7168,
+    }),
 ])
 
 # the issue's targets apply to these
@@ -221,9 +236,10 @@ def on_signal(signum, frame):
 # nginx configurations
 
 def nginx_conf(module, port, backend_ports, balancer, zone, workers=2,
-               scale=1.0, params=None):
+               scale=1.0, params=None, kv_blocks=None):
     """nginx.conf of one instance, paths relative to its prefix; params:
-    more parameters of prefix_route (the workload's)."""
+    more parameters of prefix_route (the workload's); kv_blocks: the
+    blocks of the cache capacity= is sized for (KV_BLOCKS)."""
     bal = BALANCERS[balancer]
     method = bal.upstream
     if uses_module(balancer):
@@ -231,8 +247,8 @@ def nginx_conf(module, port, backend_ports, balancer, zone, workers=2,
         # 4): 28,672 blocks x 16 tokens x 4 bytes
         method = method.replace("prefix_route", "prefix_route zone=%s:32m "
                                 "capacity=%dk%s" % (
-                                    zone, KV_BLOCKS * 16 * 4 // 1024
-                                    * bal.capacity_x,
+                                    zone, (kv_blocks or KV_BLOCKS) * 16 * 4
+                                    // 1024 * bal.capacity_x,
                                     " " + params if params else "")) + ";"
     if bal.probe:
         ms = max(10, int(PROBE_INTERVAL_S * scale * 1000))
@@ -297,7 +313,7 @@ class Fleet:
 
     def __init__(self, procs, workdir, module, nginx, port_base, n_backends,
                  balancer, scale, n_nginx=1, nginx_ports=None,
-                 backend_ports=None, workers=2, params=None):
+                 backend_ports=None, workers=2, params=None, kv_blocks=None):
         self.procs = procs
         self.mine = []
         self.dir = workdir
@@ -315,6 +331,7 @@ class Fleet:
             p = procs.start([PY, SIM, "--port", str(port),
                              "--name", "b%d" % (i + 1),
                              "--time-scale", repr(scale),
+                             "--kv-blocks", str(kv_blocks or KV_BLOCKS),
                              "--stream-tick-ms", str(STREAM_TICK_MS)],
                             os.path.join(workdir, "sim%d.log" % (i + 1)))
             self.mine.append(p)
@@ -323,7 +340,8 @@ class Fleet:
         for i, port in enumerate(self.nginx_ports):
             n = Nginx(os.path.join(workdir, "nginx%d" % i), nginx)
             n.write(nginx_conf(module, port, self.backend_ports, balancer,
-                               "prefix%d" % i, workers, scale, params))
+                               "prefix%d" % i, workers, scale, params,
+                               kv_blocks))
             self.nginx.append(n)
             n.start(port, "/health", procs)
             self.mine.append(n.proc)
@@ -394,22 +412,23 @@ def generate(name, spec, quiet=False):
     return path
 
 
-def bound(path, n):
+def bound(path, n, kv_blocks=KV_BLOCKS):
     """llmsim.py bound (the hit rate no router can beat with n backends'
-    pooled capacity), plus the TTFT floor of the same pass and the
-    queueing reference (bench/sim/sim_lanes.py: n engines sharing that
-    pooled cache, every prefix on every backend)."""
+    pooled capacity of kv_blocks each), plus the TTFT floor of the same
+    pass and the queueing reference (bench/sim/sim_lanes.py: n engines
+    sharing that pooled cache, every prefix on every backend)."""
     import sim_lanes
     from loadgen import dist, cdf
-    r = subprocess.run([PY, SIM, "bound", "--backends", str(n), path],
+    r = subprocess.run([PY, SIM, "bound", "--backends", str(n),
+                        "--kv-blocks", str(kv_blocks), path],
                        stdout=subprocess.PIPE, text=True, check=True)
     b = json.loads(r.stdout)
-    fl = replay_caches(path, n, pooled=True)
+    fl = replay_caches(path, n, pooled=True, kv_blocks=kv_blocks)
     b["ttft_floor_ms"] = fl["ttft_ms"]
     b["ttft_floor_cdf_ms"] = fl["ttft_cdf_ms"]
     with open(path) as f:
         q = sim_lanes.lanes([json.loads(line) for line in f if line.strip()],
-                            n, KV_BLOCKS)
+                            n, kv_blocks)
     b["ttft_queue_ms"] = dist(q["ttft_ms"])
     b["ttft_queue_cdf_ms"] = cdf(q["ttft_ms"])
     b["queue_hit_rate"] = q["hit_rate"]
@@ -465,7 +484,8 @@ def run_one(procs, a, workdir, wl_name, spec, wl_path, balancer, port_base,
     os.makedirs(rundir, exist_ok=True)
     fleet = Fleet(procs, rundir, a.module, a.nginx, port_base, n_backends,
                   balancer, scale, n_nginx, nginx_ports, backend_ports,
-                  params=spec.get("prefix_route"))
+                  params=spec.get("prefix_route"),
+                  kv_blocks=spec.get("kv_blocks"))
     out = os.path.join(raw_dir, "%s.%s.json" % (wl_name, balancer))
     argv = [PY, LOADGEN, wl_path, "--time-scale", repr(scale),
             "--label", "%s %s" % (wl_name, balancer), "-o", out]
@@ -949,9 +969,10 @@ def cmd_bench(a):
             print("== %s: %s (%s; time scale %g)" % (
                 wl, spec["title"], spec["load"], spec["scale"]), flush=True)
             path = generate(wl, spec)
-            bnd = bound(path, n)
+            kv = spec.get("kv_blocks", KV_BLOCKS)
+            bnd = bound(path, n, kv)
             print("%s pooled-cache bound (%d x %d blocks): hit rate %.3f"
-                  % (wl, n, KV_BLOCKS, bnd["hit_rate"]), flush=True)
+                  % (wl, n, kv, bnd["hit_rate"]), flush=True)
             results = {b: [run_one(procs, a, workdir, wl, spec, path, b,
                                    a.port_base, n, raw_dir)]
                        for b in balancers}
@@ -1392,6 +1413,8 @@ FEEDBACK_RUNS = (
     ("multi-turn", ("prefix_route", "prefix_route_correct",
                     "prefix_route_cap4", "prefix_route_cap4_correct",
                     "prefix_route_x3")),
+    ("multi-turn-evict", ("prefix_route", "prefix_route_correct",
+                          "prefix_route_cap4", "prefix_route_cap4_correct")),
     ("shared-prefix", ("prefix_route", "prefix_route_correct",
                        "prefix_route_x3")),
     ("mooncake", ("prefix_route", "prefix_route_correct",
@@ -1419,12 +1442,14 @@ def cmd_feedback(a):
     out = {"environment": environment(a), "workloads": {}}
     try:
         for wl, balancers in FEEDBACK_RUNS:
+            if wl not in a.workloads.split(","):
+                continue
             spec = workload_spec(wl, a)
             if spec is None:
                 continue
             n = spec.get("backends", BACKENDS)
             path = generate(wl, spec)
-            bnd = bound(path, n)["hit_rate"]
+            bnd = bound(path, n, spec.get("kv_blocks", KV_BLOCKS))["hit_rate"]
             rows = {}
             for b in balancers:
                 res = run_one(procs, a, workdir, wl, spec, path, b,
@@ -1748,7 +1773,7 @@ def feedback_report(out):
                            "(feedback=correct works as on there): >= 0.95 x "
                            "one instance's hit rate" % wl, v >= 0.95,
                            "%.3f" % v))
-        if wl in ("multi-turn", "shared-prefix"):
+        if wl in ("multi-turn", "multi-turn-evict", "shared-prefix"):
             for b in ("prefix_route", "prefix_route_cap4"):
                 f = (rows.get(b) or {}).get("feedback") or {}
                 if f.get("agreed") is not None:
@@ -1871,6 +1896,8 @@ def main():
     common(sp)
     sp.add_argument("--port-base", type=int, default=21000)
     sp.add_argument("--trace", default=MOONCAKE)
+    sp.add_argument("--workloads",
+                    default=",".join(wl for wl, _ in FEEDBACK_RUNS))
 
     sp = sub.add_parser("probes", help="with and without "
                                        "prefix_route_probe (make "
