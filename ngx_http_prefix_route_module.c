@@ -285,6 +285,8 @@ static ngx_uint_t ngx_http_prefix_route_passed(
 static void ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc,
     void *data, ngx_uint_t state);
 static void ngx_http_prefix_route_make_room(ngx_http_prefix_route_ctx_t *ctx);
+static ngx_uint_t ngx_http_prefix_route_kept(
+    ngx_http_prefix_route_srv_conf_t *prcf, ngx_http_prefix_route_peer_t *sp);
 static ngx_uint_t ngx_http_prefix_route_attempt_status(ngx_http_request_t *r);
 static ngx_uint_t ngx_http_prefix_route_erred(
     ngx_http_prefix_route_srv_conf_t *prcf, ngx_http_prefix_route_peer_t *sp,
@@ -3132,7 +3134,6 @@ ngx_http_prefix_route_attempt_status(ngx_http_request_t *r)
 static void
 ngx_http_prefix_route_make_room(ngx_http_prefix_route_ctx_t *ctx)
 {
-    ngx_uint_t                         capacity;
     ngx_http_prefix_route_index_t     *idx;
     ngx_http_prefix_route_srv_conf_t  *prcf;
 
@@ -3144,15 +3145,43 @@ ngx_http_prefix_route_make_room(ngx_http_prefix_route_ctx_t *ctx)
 
     prcf = ctx->conf;
     idx = &prcf->index;
-    capacity = prcf->capacity / prcf->block;
 
-    ngx_http_prefix_route_index_room(idx, ctx->sent, capacity, ctx->nblocks,
-                                     ctx->recorded[1]);
+    ngx_http_prefix_route_index_room(idx, ctx->sent,
+                                     ngx_http_prefix_route_kept(prcf,
+                                                                ctx->sent),
+                                     ctx->nblocks, ctx->recorded[1]);
 
     if (ctx->vsent != NULL) {
-        ngx_http_prefix_route_index_room(idx, ctx->vsent, capacity,
+        ngx_http_prefix_route_index_room(idx, ctx->vsent,
+                                         ngx_http_prefix_route_kept(prcf,
+                                                                ctx->vsent),
                                          ctx->nblocks, ctx->vrecorded[1]);
     }
+}
+
+
+/*
+ * The blocks the index keeps for the server of record "sp" (0: no limit):
+ * capacity=, or with feedback=correct the capacity its engine's
+ * evictions showed (ngx_http_prefix_route_index_learn()) if less.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_kept(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_prefix_route_peer_t *sp)
+{
+    ngx_uint_t  capacity;
+
+    capacity = prcf->capacity / prcf->block;
+
+    if (prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
+        && sp->fb.capacity
+        && (capacity == 0 || sp->fb.capacity < capacity))
+    {
+        return sp->fb.capacity;
+    }
+
+    return capacity;
 }
 
 
@@ -3637,6 +3666,7 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     int64_t                            d, o;
     uint64_t                           sample, bpt, predicted, would, tol;
     ngx_uint_t                         n, i, k, a, wa, dropped, stale;
+    ngx_uint_t                         trusted;
     ngx_msec_t                         now;
     ngx_http_prefix_route_sh_t        *sh;
     ngx_http_prefix_route_peer_t      *sp;
@@ -3731,6 +3761,11 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
         tol = ngx_max(NGX_HTTP_PREFIX_ROUTE_AGREE,
                       ctx->tokens[ctx->nblocks - 1] / ctx->nblocks + 1);
 
+        /* its bytes x 256 an id, to turn tokens into blocks, as above */
+        bpt = ngx_min((uint64_t) ctx->nblocks * prcf->block * 256
+                      / ngx_max(ctx->tokens[ctx->nblocks - 1], 1),
+                      (uint64_t) 1 << 24);
+
     } else {
         bpt = (ratio && ratio->samples) ? ratio->ratio
                                         : NGX_HTTP_PREFIX_ROUTE_RATIO;
@@ -3809,19 +3844,25 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     fb->cached += t->cached;
     fb->predicted += predicted;
 
+    /*
+     * whether the report may change the index: a prediction of this
+     * prompt's own tokens and key (a restarted engine's blocks all go
+     * already)
+     */
+
+    trusted = prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
+              && !sp->wiped
+              && (sample || ctx->tokens)
+              && !ctx->foreign_salt;
+
     if (t->cached + tol >= predicted && t->cached <= predicted + tol) {
         fb->agreed++;
 
     } else if (t->cached < predicted) {
         fb->under++;
 
-        /* a restarted engine's blocks all go already */
-
-        if (prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
-            && !sp->wiped
+        if (trusted
             && ctx->stamped
-            && (sample || ctx->tokens)
-            && !ctx->foreign_salt
             && predicted >= NGX_HTTP_PREFIX_ROUTE_PAGE
             && t->cached * 2 < predicted
             && (int32_t) ((uint32_t) ctx->chosen - ctx->stamp)
@@ -3835,6 +3876,21 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
 
     } else {
         fb->over++;
+
+        /*
+         * the index had forgotten blocks the engine still held: what
+         * its evictions showed is too little by as much
+         */
+
+        if (trusted && fb->capacity) {
+            fb->capacity += (t->cached - predicted) * bpt / 256
+                            / prcf->block;
+
+            if (prcf->capacity) {
+                fb->capacity = ngx_min(fb->capacity,
+                                       prcf->capacity / prcf->block);
+            }
+        }
     }
 
 done:

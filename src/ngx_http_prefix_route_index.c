@@ -199,6 +199,8 @@ static void ngx_http_prefix_route_index_doom(
 static ngx_uint_t ngx_http_prefix_route_index_doomed(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
     ngx_uint_t limit);
+static void ngx_http_prefix_route_index_learn(
+    ngx_http_prefix_route_peer_t *peer, ngx_uint_t held);
 static ngx_uint_t ngx_http_prefix_route_index_repair(
     ngx_http_prefix_route_index_t *idx);
 static ngx_uint_t ngx_http_prefix_route_index_buckets(
@@ -1310,6 +1312,10 @@ ngx_http_prefix_route_index_wipe(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_index_doom(idx, peer);
     peer->wiped = 1;
 
+    /* a new engine, whose cache may be of another size */
+    peer->fb.capacity = 0;
+    peer->fb.learning = 0;
+
     return peer->blocks;
 }
 
@@ -1356,6 +1362,11 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
         }
 
         steps -= n;
+
+        if (peer->fb.learning) {
+            ngx_http_prefix_route_index_learn(peer, peer->fb.learning);
+            peer->fb.learning = 0;
+        }
 
         ngx_http_prefix_route_kill_point();
         peer->stale = 0;
@@ -2537,7 +2548,7 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_peer_t *peer, ngx_uint_t capacity,
     uint32_t *before)
 {
-    ngx_uint_t  n, limit;
+    ngx_uint_t  n, limit, held;
 
     if (!ngx_http_prefix_route_index_begin(idx,
                                            NGX_HTTP_PREFIX_ROUTE_NO_CHAIN))
@@ -2545,6 +2556,7 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
         return 0;
     }
 
+    held = peer->blocks;
     limit = ngx_http_prefix_route_index_slice(idx);
     n = ngx_http_prefix_route_index_cut(idx, peer, capacity, before, limit);
 
@@ -2557,13 +2569,43 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
             peer->stale_before = *before;
         }
 
+        peer->fb.learning = ngx_max(peer->fb.learning, held);
+
         ngx_http_prefix_route_order();
         peer->stale = 1;
+
+    } else if (n && before != NULL && !peer->stale) {
+        ngx_http_prefix_route_index_learn(peer, held);
     }
 
     ngx_http_prefix_route_index_end(idx);
 
     return n;
+}
+
+
+/*
+ * The engine of "peer" evicted a prefix, and the holders recorded before
+ * it are gone from the index, which held "held" blocks before: the
+ * engine evicts the least recently used first, so it holds at most what
+ * is left, which every block sent there since that prefix would fill
+ * (an LRU cache of C blocks evicts a block once C others are used after
+ * it).  Only when some went: if none was older, the index had forgotten
+ * more than the engine and says nothing of it.  One eviction at most
+ * halves the figure, a bounded reaction to a report that was not one.
+ */
+
+static void
+ngx_http_prefix_route_index_learn(ngx_http_prefix_route_peer_t *peer,
+    ngx_uint_t held)
+{
+    ngx_uint_t  c;
+
+    c = ngx_max(ngx_max(peer->blocks, held / 2), 1);
+
+    if (peer->fb.capacity == 0 || c < peer->fb.capacity) {
+        peer->fb.capacity = c;
+    }
 }
 
 

@@ -97,6 +97,14 @@ typedef struct {
     ngx_uint_t                       under;     /* the engine held less */
     ngx_uint_t                       over;      /* the engine held more */
     ngx_uint_t                       dropped;   /* holders dropped for it */
+    ngx_uint_t                       capacity;  /* blocks its engine holds
+                                                   at most, learned from
+                                                   its evictions
+                                                   (feedback=correct), 0:
+                                                   none learned */
+    ngx_uint_t                       learning;  /* blocks it held before
+                                                   a trim still going in
+                                                   slices, 0: none */
 } ngx_http_prefix_route_feedback_t;
 
 
@@ -604,8 +612,9 @@ ngx_uint_t ngx_http_prefix_route_index_ready(
  * and record() keeps none for it, until its holders are all dropped by
  * ngx_http_prefix_route_index_clear(), as a mend is done, in slices: at
  * once under the mutex, a full 256m zone held every worker 0.4-0.55 s
- * (design.md, "Engine probes").  Returns the number of blocks it held
- * (low during a mend, which recounts them).
+ * (design.md, "Engine probes"); the capacity learned of its engine is
+ * forgotten.  Returns the number of blocks it held (low during a mend,
+ * which recounts them).
  */
 ngx_uint_t ngx_http_prefix_route_index_wipe(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer);
@@ -711,8 +720,11 @@ ngx_uint_t ngx_http_prefix_route_index_stamp(
  * a slice of them now (ngx_http_prefix_route_index_clear()'s, 1,024);
  * with "before", the rest in slices (peer->stale), while they are still
  * found: a feedback trim of a full 256m zone's server held every worker
- * 0.4 s at once.  Returns the number dropped now: 0 while a mend is under
- * way.
+ * 0.4 s at once.  A trim by "before" that drops some learns the capacity
+ * of the peer's engine, at once or when its last slice is done: at most
+ * the blocks left, at least half of those held before (peer->fb.capacity,
+ * a figure that only falls here).  Returns the number dropped now: 0
+ * while a mend is under way.
  */
 ngx_uint_t ngx_http_prefix_route_index_trim(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,

@@ -74,6 +74,7 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_P_FB_UNDER,
     NGX_HTTP_PREFIX_ROUTE_P_FB_OVER,
     NGX_HTTP_PREFIX_ROUTE_P_FB_DROPPED,
+    NGX_HTTP_PREFIX_ROUTE_P_FB_CAPACITY,
     NGX_HTTP_PREFIX_ROUTE_P_PROBE_FAILURES,
     NGX_HTTP_PREFIX_ROUTE_P_PROBE_RESTARTS,
     NGX_HTTP_PREFIX_ROUTE_P_N
@@ -262,6 +263,10 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_pfields[] = {
     { "feedback_dropped", "peer_feedback_dropped_total", "counter",
       "Index holders dropped because the peer had evicted a prefix "
       "recorded after them." },
+    { "learned_capacity", "peer_learned_capacity_bytes", "gauge",
+      "Bytes of canonical prompt the peer's engine holds at most, as its "
+      "evictions showed (feedback=correct); the index keeps no more for "
+      "the peer than this or capacity=. 0: none learned." },
     { "probe_failures", "peer_probe_failures_total", "counter",
       "Probes of the peer's metrics page that failed: no connection, no "
       "answer within the timeout, not HTTP, not 2xx." },
@@ -838,6 +843,9 @@ ngx_http_prefix_route_status_figures(ngx_http_prefix_route_srv_conf_t *prcf,
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_UNDER] = sp->fb.under;
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_OVER] = sp->fb.over;
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_DROPPED] = sp->fb.dropped;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_CAPACITY] =
+            (prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT)
+            ? (uint64_t) sp->fb.capacity * prcf->block : 0;
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBE_FAILURES] = sp->probe.failures;
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBE_RESTARTS] = sp->probe.restarts;
 

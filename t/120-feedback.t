@@ -95,6 +95,9 @@ our $Engine = "server {\n    listen " . ::addr(1) . ";\n" . <<'_EOC_' . "}\n";
     location /v1/llama-short {
         return 200 '{"content":"x","timings":{"prompt_n":62,"prompt_ms":21.7}}';
     }
+    location /v1/full {
+        return 200 '{"usage":{"prompt_tokens":250,"prompt_tokens_details":{"cached_tokens":250}}}';
+    }
     location /v1/template {
         return 200 '{"usage":{"prompt_tokens":250,"prompt_tokens_details":{"cached_tokens":200}}}';
     }
@@ -252,7 +255,7 @@ range; a 400.
  'cached_tok\z', 'cached_tokens":101\}\}\}\z', '99999999999999999999',
  '"error":"bad"',
  '\A-\n-\n-\n-\n-\n-\n\z',
- '"models":\[\],.*"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}']
+ '"models":\[\],.*"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\}']
 
 
 
@@ -278,7 +281,7 @@ of their 250 tokens, as the index predicted.
  "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
 --- response_body_like eval
 ["", "", "", "",
- '"feedback_responses":4,"reported_prompt_tokens":1000,"reported_cached_tokens":480,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":4,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}']
+ '"feedback_responses":4,"reported_prompt_tokens":1000,"reported_cached_tokens":480,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":4,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\}']
 
 
 
@@ -286,8 +289,9 @@ of their 250 tokens, as the index predicted.
 As TEST 6, but the engine says it held none of b the second time (the
 error log says so at the info level, counts and server only).  It
 evicts the least recently used first, so a, recorded before b, is gone
-too: a is a MISS again.  b itself stays, as the engine holds it now (its
-second "none" drops nothing: only a is older, and a was just recorded).
+too: a is a MISS again.  The engine holds at most what is left, b: the
+status shows that capacity learned, and a's record makes room for a by
+dropping b, a MISS again too (TEST 25).
 --- http_config eval
 ::upstream("zone=llm:1m feedback=correct", 1) . $::Engine . $::Log
 --- request eval
@@ -295,10 +299,10 @@ second "none" drops nothing: only a is older, and a was just recorded).
  ::ask("cold", "b"), "GET /status", "GET /errlog"]
 --- response_headers_like eval
 ["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+",
- "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+", "", ""]
+ "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "", ""]
 --- response_body_like eval
 ["", "", "", "", "",
- '"feedback_responses":5,"reported_prompt_tokens":1250,"reported_cached_tokens":0,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":3,"feedback_under":2,"feedback_over":0,"feedback_dropped":[1-9]\d*,"probe_failures":0,"probe_restarts":0\}',
+ '"feedback_responses":5,"reported_prompt_tokens":1250,"reported_cached_tokens":0,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":4,"feedback_under":1,"feedback_over":0,"feedback_dropped":[1-9]\d*,"learned_capacity":[1-9]\d*,"probe_failures":0,"probe_restarts":0\}',
  qr/\[info\] .*prefix_route: 127\.0\.0\.1:\d+ held 0 of [1-9]\d* cached tokens predicted, an eviction: [1-9]\d* index pairs recorded before the prefix dropped/]
 
 
@@ -313,7 +317,7 @@ The requests of TEST 7: the engine's "none" is counted, a stays a HIT.
  "X-Prefix-Route: HIT [1-9]\\d* \\d+", "", ""]
 --- response_body_like eval
 ["", "", "", "",
- '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}',
+ '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\}',
  qr/\A(?!.*an eviction)/s]
 
 
@@ -335,7 +339,7 @@ $::Config . ::fan("/two", ::chat_body([::sys(::text("sys a", 900)), ::user(::tex
 ["X-Prefix-Route: MISS 0 \\d+", "", "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
 --- response_body_like eval
 ['"cached_tokens":0', '"cached_tokens":0.*"cached_tokens":0', '"cached_tokens":0',
- '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}']
+ '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\}']
 
 
 
@@ -592,5 +596,27 @@ other blocks: a stays a HIT, as with feedback=on (TEST 8).  nginx -t warns
  "X-Prefix-Route: HIT [1-9]\\d* \\d+", "", ""]
 --- response_body_like eval
 ["", "", "", "",
- '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"probe_failures":0,"probe_restarts":0\}',
+ '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\}',
  qr/\A(?!.*index pairs recorded before)/s]
+
+
+
+=== TEST 25: feedback=correct learns each engine's capacity from its evictions, at most, and raises it when the engine held more
+a's eviction (TEST 7) shows that the engine holds at most one prompt:
+c's record drops b, and b's then drops c, each a MISS where
+feedback=on leaves them HITs (TEST 8).  Then the engine reports it held
+all of c, which the index had dropped: the capacity it learned was too
+small by about c, and grows by as much: b and c both fit, and c is a HIT.
+--- http_config eval
+::upstream("zone=llm:1m feedback=correct", 1) . $::Engine . $::Log
+--- request eval
+[::ask("cold", "a"), ::ask("slow", "b"), ::ask("cold", "b"), ::ask("cold", "c"),
+ ::ask("cold", "b"), ::ask("full", "c"), ::ask("cold", "b"), ::ask("cold", "c"),
+ "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+",
+ "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+",
+ "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
+--- response_body_like eval
+["", "", "", "", "", "", "", "",
+ '"feedback_responses":8,.*"feedback_agreed":5,"feedback_under":2,"feedback_over":1,"feedback_dropped":[1-9]\d*,"learned_capacity":[1-9]\d*,']

@@ -1774,7 +1774,10 @@ def feedback_report(out):
                            "one instance's hit rate" % wl, v >= 0.95,
                            "%.3f" % v))
         if wl in ("multi-turn", "multi-turn-evict", "shared-prefix"):
-            for b in ("prefix_route", "prefix_route_cap4"):
+            # feedback=on reads and changes nothing: a capacity too large
+            # stays so; feedback=correct learns the engines' own
+            for b in ("prefix_route", "prefix_route_cap4",
+                      "prefix_route_cap4_correct"):
                 f = (rows.get(b) or {}).get("feedback") or {}
                 if f.get("agreed") is not None:
                     checks.append(("%s, %s: predictions within one block "

@@ -40,6 +40,7 @@ static void test_slru(void);
 static void test_tenant_share(void);
 static void test_forget(void);
 static void test_trim(void);
+static void test_learn(void);
 static void test_drained(void);
 static void test_dropping(void);
 static ngx_uint_t test_full(void);
@@ -97,6 +98,7 @@ main(void)
     test_tenant_share();
     test_forget();
     test_trim();
+    test_learn();
     test_drained();
     test_dropping();
     test_shared_prefix();
@@ -701,6 +703,77 @@ test_trim(void)
     test_ok(n == 15 && peers[0]->blocks == 0 && peers[1]->blocks == 10,
             "trim: with neither limit, all of the peer's holders go");
     test_ok(test_check() == 0, "trim: consistent");
+}
+
+
+/*
+ * An eviction's trim learns the capacity of the server's engine: at most
+ * what the index has left of it, down to half of what it held at once;
+ * a trim in slices learns when its last slice is done.
+ */
+
+static void
+test_learn(void)
+{
+    uint32_t  stamp;
+    uint64_t  hash[TEST_MAX_BLOCKS];
+
+    test_zone(1024 * 1024, 2);
+
+    (void) test_record(1, 10, 0, 0);
+    (void) test_record(2, 10, 0, 0);
+    (void) test_record(3, 10, 0, 0);
+
+    test_chain(hash, 3, 10);
+    (void) ngx_http_prefix_route_index_stamp(&idx, hash[9], &stamp);
+    (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &stamp);
+
+    test_ok(peers[0]->blocks == 10 && peers[0]->fb.capacity == 15,
+            "learn: one eviction at most halves what the index held");
+
+    (void) test_record(4, 10, 0, 0);
+    (void) test_record(5, 10, 0, 0);
+
+    test_chain(hash, 4, 10);
+    (void) ngx_http_prefix_route_index_stamp(&idx, hash[9], &stamp);
+    (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &stamp);
+
+    test_ok(peers[0]->blocks == 20 && peers[0]->fb.capacity == 15,
+            "learn: a later eviction that leaves more does not raise it");
+
+    (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &stamp);
+
+    test_ok(peers[0]->fb.capacity == 15 && peers[1]->fb.capacity == 0,
+            "learn: a trim that drops nothing learns nothing");
+
+    (void) test_record(6, 10, 1, 0);
+    (void) test_record(7, 10, 1, 0);
+    (void) test_record(8, 10, 1, 0);
+
+    test_chain(hash, 8, 10);
+    (void) ngx_http_prefix_route_index_stamp(&idx, hash[9], &stamp);
+
+    idx.mend_steps = 16;
+    (void) ngx_http_prefix_route_index_trim(&idx, peers[1], 0, &stamp);
+
+    test_ok(peers[1]->stale && peers[1]->fb.capacity == 0
+            && peers[1]->fb.learning == 30,
+            "learn: a trim in slices waits for its last slice");
+
+    test_drop_all();
+
+    test_ok(peers[1]->blocks == 10 && peers[1]->fb.capacity == 15
+            && peers[1]->fb.learning == 0,
+            "learn: then learns as at once");
+    test_ok(test_check() == 0, "learn: consistent");
+
+    (void) ngx_http_prefix_route_index_wipe(&idx, peers[1]);
+    test_drop_all();
+
+    test_ok(peers[1]->fb.capacity == 0 && peers[0]->fb.capacity == 15,
+            "learn: a restarted engine's is learned anew");
+
+    idx.mend_steps = 0;
 }
 
 
