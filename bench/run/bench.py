@@ -594,6 +594,7 @@ def feedback_of(fleet):
              "reported_tokens")
     tot = dict.fromkeys(keys + ukeys, 0)
     ratios = []
+    learned = []
     for url in fleet.urls:
         with urllib.request.urlopen(url + "/prefix-route-status",
                                     timeout=10) as f:
@@ -605,6 +606,7 @@ def feedback_of(fleet):
             for p in u["peers"]:
                 for k in keys:
                     tot[k] += p[k]
+                learned.append(p.get("learned_capacity", 0))
     n, prompt = tot["feedback_responses"], tot["reported_prompt_tokens"]
     pb = tot["prompt_bytes"]
     return {"responses": n,
@@ -625,6 +627,9 @@ def feedback_of(fleet):
             if prompt else None,
             "under": tot["feedback_under"], "over": tot["feedback_over"],
             "dropped": tot["feedback_dropped"],
+            # feedback=correct: bytes of prompt each server's engine was
+            # found to hold at most (0: none learned)
+            "learned_capacity": learned,
             "bytes_per_token": ratios}
 
 
@@ -1462,7 +1467,9 @@ def cmd_feedback(a):
                           rows[b]["hit_vs_bound"],
                           fmt(rows[b]["ttft_p90_ms"]),
                           fmt(f.get("agreed"), "%.3f")), flush=True)
-            out["workloads"][wl] = {"bound": bnd, "rows": rows}
+            out["workloads"][wl] = {"bound": bnd, "rows": rows,
+                                    "kv_blocks": spec.get("kv_blocks",
+                                                          KV_BLOCKS)}
         # one backend restarted at about 40% of the multi-turn run
         wl = "multi-turn"
         spec = WORKLOADS[wl]
@@ -1732,7 +1739,10 @@ def feedback_report(out):
           "index's prediction; *predicted* and "
           "*reported*: cached tokens over the prompt tokens reported; "
           "*under*/*over*: the engine held less/more; *dropped*: index "
-          "entries dropped on its word. Took %.0f s.\n\n"
+          "entries dropped on its word; *learned*: the capacity "
+          "feedback=correct learned, the mean over the servers that "
+          "learned one, over the engines' cache (its blocks x 16 tokens "
+          "x 4 bytes, capacity= set right). Took %.0f s.\n\n"
           % (out["environment"].get("workers", 2),
              out["environment"]["bench_wall_s"])]
     checks = []
@@ -1741,18 +1751,22 @@ def feedback_report(out):
         md.append("## %s (pooled-cache bound %.3f)\n\n" % (wl, w["bound"]))
         md.append("| balancer | hit rate | / bound | TTFT p50 | p90 | p99 "
                   "| agreed | predicted | reported | under | over "
-                  "| dropped |\n" + "| --- " * 12 + "|\n")
+                  "| dropped | learned |\n" + "| --- " * 13 + "|\n")
+        cache = w.get("kv_blocks", KV_BLOCKS) * 16 * 4
         for b, r in rows.items():
             f = r["feedback"] or {}
+            learned = [c for c in f.get("learned_capacity") or [] if c]
             md.append("| %s | %.3f | %.3f | %s | %s | %s | %s | %s | %s "
-                      "| %s | %s | %s |\n" % (
+                      "| %s | %s | %s | %s |\n" % (
                           BALANCERS[b].title, r["hit_rate"], r["hit_vs_bound"],
                           fmt(r["ttft_p50_ms"]), fmt(r["ttft_p90_ms"]),
                           fmt(r["ttft_p99_ms"]), fmt(f.get("agreed"), "%.3f"),
                           fmt(f.get("predicted"), "%.3f"),
                           fmt(f.get("reported"), "%.3f"),
                           fmt(f.get("under"), "%d"), fmt(f.get("over"), "%d"),
-                          fmt(f.get("dropped"), "%d")))
+                          fmt(f.get("dropped"), "%d"),
+                          fmt(sum(learned) / len(learned) / cache
+                              if learned else None, "%.2f")))
         md.append("\n")
 
         def hit(b):

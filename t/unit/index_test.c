@@ -41,6 +41,7 @@ static void test_tenant_share(void);
 static void test_forget(void);
 static void test_trim(void);
 static void test_learn(void);
+static void test_evicted(ngx_uint_t tag, ngx_uint_t peer);
 static void test_drained(void);
 static void test_dropping(void);
 static ngx_uint_t test_full(void);
@@ -715,33 +716,24 @@ test_trim(void)
 static void
 test_learn(void)
 {
-    uint32_t  stamp;
-    uint64_t  hash[TEST_MAX_BLOCKS];
-
     test_zone(1024 * 1024, 2);
 
     (void) test_record(1, 10, 0, 0);
     (void) test_record(2, 10, 0, 0);
     (void) test_record(3, 10, 0, 0);
-
-    test_chain(hash, 3, 10);
-    (void) ngx_http_prefix_route_index_stamp(&idx, hash[9], &stamp);
-    (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &stamp);
+    test_evicted(3, 0);
 
     test_ok(peers[0]->blocks == 10 && peers[0]->fb.capacity == 15,
             "learn: one eviction at most halves what the index held");
 
     (void) test_record(4, 10, 0, 0);
     (void) test_record(5, 10, 0, 0);
-
-    test_chain(hash, 4, 10);
-    (void) ngx_http_prefix_route_index_stamp(&idx, hash[9], &stamp);
-    (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &stamp);
+    test_evicted(4, 0);
 
     test_ok(peers[0]->blocks == 20 && peers[0]->fb.capacity == 15,
             "learn: a later eviction that leaves more does not raise it");
 
-    (void) ngx_http_prefix_route_index_trim(&idx, peers[0], 0, &stamp);
+    test_evicted(4, 0);
 
     test_ok(peers[0]->fb.capacity == 15 && peers[1]->fb.capacity == 0,
             "learn: a trim that drops nothing learns nothing");
@@ -750,11 +742,8 @@ test_learn(void)
     (void) test_record(7, 10, 1, 0);
     (void) test_record(8, 10, 1, 0);
 
-    test_chain(hash, 8, 10);
-    (void) ngx_http_prefix_route_index_stamp(&idx, hash[9], &stamp);
-
     idx.mend_steps = 16;
-    (void) ngx_http_prefix_route_index_trim(&idx, peers[1], 0, &stamp);
+    test_evicted(8, 1);
 
     test_ok(peers[1]->stale && peers[1]->fb.capacity == 0
             && peers[1]->fb.learning == 30,
@@ -774,6 +763,20 @@ test_learn(void)
             "learn: a restarted engine's is learned anew");
 
     idx.mend_steps = 0;
+}
+
+
+/* the engine of "peer" evicted prompt "tag" (10 blocks): a trim */
+
+static void
+test_evicted(ngx_uint_t tag, ngx_uint_t peer)
+{
+    uint32_t  stamp;
+    uint64_t  hash[TEST_MAX_BLOCKS];
+
+    test_chain(hash, tag, 10);
+    (void) ngx_http_prefix_route_index_stamp(&idx, hash[9], &stamp);
+    (void) ngx_http_prefix_route_index_trim(&idx, peers[peer], 0, &stamp);
 }
 
 
