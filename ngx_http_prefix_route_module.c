@@ -3162,26 +3162,37 @@ ngx_http_prefix_route_make_room(ngx_http_prefix_route_ctx_t *ctx)
 
 /*
  * The blocks the index keeps for the server of record "sp" (0: no limit):
- * capacity=, or with feedback=correct the capacity its engine's
- * evictions showed (ngx_http_prefix_route_index_learn()) if less.
+ * capacity=, or the capacity learned of its engine if any.
  */
 
 static ngx_uint_t
 ngx_http_prefix_route_kept(ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_http_prefix_route_peer_t *sp)
 {
+    ngx_uint_t  learned;
+
+    learned = ngx_http_prefix_route_learned(prcf, sp);
+
+    return learned ? learned : prcf->capacity / prcf->block;
+}
+
+
+ngx_uint_t
+ngx_http_prefix_route_learned(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_prefix_route_peer_t *sp)
+{
     ngx_uint_t  capacity;
+
+    if (prcf->feedback != NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
+        || sp->fb.capacity == 0
+        || sp->fb.block != prcf->block)
+    {
+        return 0;
+    }
 
     capacity = prcf->capacity / prcf->block;
 
-    if (prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
-        && sp->fb.capacity
-        && (capacity == 0 || sp->fb.capacity < capacity))
-    {
-        return sp->fb.capacity;
-    }
-
-    return capacity;
+    return capacity ? ngx_min(sp->fb.capacity, capacity) : sp->fb.capacity;
 }
 
 
@@ -3665,6 +3676,7 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     size_t                             wm;
     int64_t                            d, o;
     uint64_t                           sample, bpt, predicted, would, tol;
+    uint64_t                           grow, limit;
     ngx_uint_t                         n, i, k, a, wa, dropped, stale;
     ngx_uint_t                         trusted;
     ngx_msec_t                         now;
@@ -3868,6 +3880,14 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
             && (int32_t) ((uint32_t) ctx->chosen - ctx->stamp)
                > (ngx_msec_int_t) (now - ctx->chosen))
         {
+            /* a capacity learned in blocks of another size (a reload) */
+
+            if (fb->block != prcf->block) {
+                fb->capacity = 0;
+                fb->learning = 0;
+                fb->block = (uint32_t) prcf->block;
+            }
+
             dropped = ngx_http_prefix_route_index_trim(idx, sp, 0,
                                                        &ctx->stamp);
             fb->dropped += dropped;
@@ -3878,18 +3898,29 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
         fb->over++;
 
         /*
-         * the index had forgotten blocks the engine still held: what
-         * its evictions showed is too little by as much
+         * the engine held more than twice the prediction: the index had
+         * forgotten blocks of this prompt that it still held, and the
+         * capacity learned is too little by as much, at most the blocks
+         * of the prompt the index did not count (an engine's answers,
+         * which the index never saw, and what lies beyond max_prefix
+         * are not the index's to count)
          */
 
-        if (trusted && fb->capacity) {
-            fb->capacity += (t->cached - predicted) * bpt / 256
-                            / prcf->block;
+        if (prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
+            && !sp->wiped
+            && ngx_http_prefix_route_learned(prcf, sp)
+            && t->cached > predicted * 2)
+        {
+            grow = ngx_min((t->cached - predicted) * bpt / 256 / prcf->block,
+                           ctx->nblocks - ngx_min(m / prcf->block,
+                                                  ctx->nblocks));
 
-            if (prcf->capacity) {
-                fb->capacity = ngx_min(fb->capacity,
-                                       prcf->capacity / prcf->block);
-            }
+            /* no more than capacity=, or the blocks the zone has room for */
+
+            limit = prcf->capacity ? prcf->capacity / prcf->block
+                                   : ngx_max(sh->room, fb->capacity);
+
+            fb->capacity = ngx_min(fb->capacity + grow, limit);
         }
     }
 

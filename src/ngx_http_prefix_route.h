@@ -207,6 +207,17 @@ void ngx_http_prefix_route_let_go(ngx_http_prefix_route_srv_conf_t *prcf);
 
 
 /*
+ * The blocks the capacity learned of the engine of record "sp" keeps the
+ * index to (..._module.c): with feedback=correct, the figure its
+ * evictions showed (ngx_http_prefix_route_index_trim()), at most
+ * capacity=; 0 when none is learned, or it was learned in blocks of
+ * another size.  The caller holds the zone mutex.
+ */
+ngx_uint_t ngx_http_prefix_route_learned(
+    ngx_http_prefix_route_srv_conf_t *prcf, ngx_http_prefix_route_peer_t *sp);
+
+
+/*
  * Arms this worker's mend timer, which takes a slice of the zone's mend
  * or drop each millisecond while one is left (..._module.c); nothing if
  * none is left or the worker is exiting.

@@ -2569,7 +2569,8 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
             peer->stale_before = *before;
         }
 
-        peer->fb.learning = ngx_max(peer->fb.learning, held);
+        /* a zone's holders are 32-byte chunks: fewer than 2^32 */
+        peer->fb.learning = (uint32_t) ngx_max(peer->fb.learning, held);
 
         ngx_http_prefix_route_order();
         peer->stale = 1;
@@ -2592,7 +2593,8 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
  * (an LRU cache of C blocks evicts a block once C others are used after
  * it).  Only when some went: if none was older, the index had forgotten
  * more than the engine and says nothing of it.  One eviction at most
- * halves the figure, a bounded reaction to a report that was not one.
+ * halves the figure (the first, what the index held), a bounded
+ * reaction to a report that was not one.
  */
 
 static void
@@ -2601,7 +2603,8 @@ ngx_http_prefix_route_index_learn(ngx_http_prefix_route_peer_t *peer,
 {
     ngx_uint_t  c;
 
-    c = ngx_max(ngx_max(peer->blocks, held / 2), 1);
+    c = peer->fb.capacity ? peer->fb.capacity : held;
+    c = ngx_max(ngx_max(peer->blocks, c / 2), 1);
 
     if (peer->fb.capacity == 0 || c < peer->fb.capacity) {
         peer->fb.capacity = c;

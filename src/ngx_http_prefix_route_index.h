@@ -102,9 +102,11 @@ typedef struct {
                                                    its evictions
                                                    (feedback=correct), 0:
                                                    none learned */
-    ngx_uint_t                       learning;  /* blocks it held before
+    uint32_t                         learning;  /* blocks it held before
                                                    a trim still going in
                                                    slices, 0: none */
+    uint32_t                         block;     /* bytes of the blocks
+                                                   "capacity" counts */
 } ngx_http_prefix_route_feedback_t;
 
 

@@ -844,8 +844,8 @@ ngx_http_prefix_route_status_figures(ngx_http_prefix_route_srv_conf_t *prcf,
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_OVER] = sp->fb.over;
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_DROPPED] = sp->fb.dropped;
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_CAPACITY] =
-            (prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT)
-            ? (uint64_t) sp->fb.capacity * prcf->block : 0;
+                (uint64_t) ngx_http_prefix_route_learned(prcf, sp)
+                * prcf->block;
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBE_FAILURES] = sp->probe.failures;
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBE_RESTARTS] = sp->probe.restarts;
 

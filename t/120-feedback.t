@@ -98,6 +98,9 @@ our $Engine = "server {\n    listen " . ::addr(1) . ";\n" . <<'_EOC_' . "}\n";
     location /v1/full {
         return 200 '{"usage":{"prompt_tokens":250,"prompt_tokens_details":{"cached_tokens":250}}}';
     }
+    location /v1/full-huge {
+        return 200 '{"usage":{"prompt_tokens":4000000000,"prompt_tokens_details":{"cached_tokens":4000000000}}}';
+    }
     location /v1/template {
         return 200 '{"usage":{"prompt_tokens":250,"prompt_tokens_details":{"cached_tokens":200}}}';
     }
@@ -144,6 +147,40 @@ sub ask {
     my $req = chat([sys(text("sys $tag", 900)), user(text($tag, 100))]);
     $req =~ s{^POST /v1/chat/completions}{POST /v1/$path};
     return $req;
+}
+
+# a request of a prompt tagged $tag of about 4 KB, longer than max_prefix=2k
+sub ask_long {
+    my ($path, $tag) = @_;
+    my $req = chat([sys(text("sys $tag", 4000)), user(text($tag, 100))]);
+    $req =~ s{^POST /v1/chat/completions}{POST /v1/$path};
+    return $req;
+}
+
+# the capacity learned in a status (a response_body_filters list for
+# each of @_, "" for a request, "status" for a status): "none", else
+# "learned" the first time in the block, then "same", "fell", or "rose"
+# when by at most $rise bytes
+our $Learned;
+sub learned {
+    my $rise = shift;
+    $Learned = undef;
+    return [map {
+        $_ eq "status"
+        ? [sub {
+              my ($c) = $_[0] =~ /"learned_capacity":(\d+)/
+                  or return "no figure\n";
+              my $was = $Learned;
+              $Learned = $c;
+              return $c == 0 ? "none\n"
+                     : !$was ? "learned\n"
+                     : $c == $was ? "same\n"
+                     : $c < $was ? "fell\n"
+                     : $c - $was <= $rise ? "rose\n"
+                     : "rose by " . ($c - $was) . " bytes\n";
+          }]
+        : [sub { "" }]
+    } @_];
 }
 
 # a request of the prompt tagged $tag to the engine's $path, with an image
@@ -620,3 +657,27 @@ small by about c, and grows by as much: b and c both fit, and c is a HIT.
 --- response_body_like eval
 ["", "", "", "", "", "", "", "",
  '"feedback_responses":8,.*"feedback_agreed":5,"feedback_under":2,"feedback_over":1,"feedback_dropped":[1-9]\d*,"learned_capacity":[1-9]\d*,']
+
+
+
+=== TEST 26: feedback=correct: a prompt longer than max_prefix, which never trims, raises a capacity learned too small, by at most its blocks, and once only
+a's eviction teaches the index that the engine holds one prompt, b; then
+the engine holds all of the long prompt L, which the index did not: the
+capacity rises, by at most max_prefix (L's indexed blocks).  L again is a
+HIT: the engine's tokens beyond max_prefix are not the index's, and it
+does not rise.  An engine that says it held 4 billion tokens of M raises
+it by M's blocks at most.
+--- http_config eval
+::upstream("zone=llm:1m feedback=correct max_prefix=2k", 1) . $::Engine . $::Log
+--- request eval
+[::ask("cold", "a"), ::ask("slow", "b"), ::ask("cold", "b"), "GET /status",
+ ::ask_long("full", "L"), "GET /status", ::ask_long("full", "L"), "GET /status",
+ ::ask_long("full-huge", "M"), "GET /status"]
+--- response_headers_like eval
+["X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: HIT [1-9]\\d* \\d+", "",
+ "X-Prefix-Route: MISS 0 \\d+", "", "X-Prefix-Route: HIT [1-9]\\d* \\d+", "",
+ "X-Prefix-Route: MISS 0 \\d+", ""]
+--- response_body_filters eval
+main::learned(2048, "", "", "", "status", "", "status", "", "status", "", "status")
+--- response_body eval
+["", "", "", "learned\n", "", "rose\n", "", "same\n", "", "rose\n"]

@@ -709,33 +709,44 @@ test_trim(void)
 
 /*
  * An eviction's trim learns the capacity of the server's engine: at most
- * what the index has left of it, down to half of what it held at once;
- * a trim in slices learns when its last slice is done.
+ * what the index has left of it, each eviction at most halving the
+ * figure (the first, what the index held); a trim in slices learns when
+ * its last slice is done.
  */
 
 static void
 test_learn(void)
 {
+    ngx_uint_t  t;
+
     test_zone(1024 * 1024, 2);
 
-    (void) test_record(1, 10, 0, 0);
-    (void) test_record(2, 10, 0, 0);
-    (void) test_record(3, 10, 0, 0);
-    test_evicted(3, 0);
+    for (t = 1; t <= 8; t++) {
+        (void) test_record(t, 10, 0, 0);
+    }
 
-    test_ok(peers[0]->blocks == 10 && peers[0]->fb.capacity == 15,
+    test_evicted(8, 0);
+
+    test_ok(peers[0]->blocks == 10 && peers[0]->fb.capacity == 40,
             "learn: one eviction at most halves what the index held");
 
-    (void) test_record(4, 10, 0, 0);
-    (void) test_record(5, 10, 0, 0);
-    test_evicted(4, 0);
+    (void) test_record(9, 10, 0, 0);
+    test_evicted(9, 0);
 
-    test_ok(peers[0]->blocks == 20 && peers[0]->fb.capacity == 15,
+    test_ok(peers[0]->blocks == 10 && peers[0]->fb.capacity == 20,
+            "learn: the next at most halves the figure");
+
+    (void) test_record(10, 10, 0, 0);
+    (void) test_record(11, 10, 0, 0);
+    (void) test_record(12, 10, 0, 0);
+    test_evicted(10, 0);
+
+    test_ok(peers[0]->blocks == 30 && peers[0]->fb.capacity == 20,
             "learn: a later eviction that leaves more does not raise it");
 
-    test_evicted(4, 0);
+    test_evicted(10, 0);
 
-    test_ok(peers[0]->fb.capacity == 15 && peers[1]->fb.capacity == 0,
+    test_ok(peers[0]->fb.capacity == 20 && peers[1]->fb.capacity == 0,
             "learn: a trim that drops nothing learns nothing");
 
     (void) test_record(6, 10, 1, 0);
@@ -759,7 +770,7 @@ test_learn(void)
     (void) ngx_http_prefix_route_index_wipe(&idx, peers[1]);
     test_drop_all();
 
-    test_ok(peers[1]->fb.capacity == 0 && peers[0]->fb.capacity == 15,
+    test_ok(peers[1]->fb.capacity == 0 && peers[0]->fb.capacity == 20,
             "learn: a restarted engine's is learned anew");
 
     idx.mend_steps = 0;
