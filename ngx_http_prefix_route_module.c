@@ -3662,10 +3662,13 @@ ngx_http_prefix_route_body_filter(ngx_http_request_t *r, ngx_chain_t *in)
  * client's request drop every client's blocks; nor a prediction of less
  * than an engine page, which the page's rounding may halve.  The answer
  * to a request that asked the engine not to read its cache is not
- * compared at all.  When the engine held
- * more (another nginx instance or a direct client warmed it), there is
+ * compared at all.  What the index has left of the server after such a
+ * trim bounds its engine's capacity, which the index then keeps to
+ * (ngx_http_prefix_route_index_trim()).  When the engine held more
+ * (another nginx instance or a direct client warmed it), there is
  * nothing to drop: the prompt was recorded whole when the server was
- * chosen.
+ * chosen; more than twice the prediction, the capacity learned was too
+ * little, and grows.
  */
 
 static void
@@ -3678,7 +3681,6 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     uint64_t                           sample, bpt, predicted, would, tol;
     uint64_t                           grow, limit;
     ngx_uint_t                         n, i, k, a, wa, dropped, stale;
-    ngx_uint_t                         trusted;
     ngx_msec_t                         now;
     ngx_http_prefix_route_sh_t        *sh;
     ngx_http_prefix_route_peer_t      *sp;
@@ -3856,25 +3858,19 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     fb->cached += t->cached;
     fb->predicted += predicted;
 
-    /*
-     * whether the report may change the index: a prediction of this
-     * prompt's own tokens and key (a restarted engine's blocks all go
-     * already)
-     */
-
-    trusted = prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
-              && !sp->wiped
-              && (sample || ctx->tokens)
-              && !ctx->foreign_salt;
-
     if (t->cached + tol >= predicted && t->cached <= predicted + tol) {
         fb->agreed++;
 
     } else if (t->cached < predicted) {
         fb->under++;
 
-        if (trusted
+        /* a restarted engine's blocks all go already */
+
+        if (prcf->feedback == NGX_HTTP_PREFIX_ROUTE_FEEDBACK_CORRECT
+            && !sp->wiped
             && ctx->stamped
+            && (sample || ctx->tokens)
+            && !ctx->foreign_salt
             && predicted >= NGX_HTTP_PREFIX_ROUTE_PAGE
             && t->cached * 2 < predicted
             && (int32_t) ((uint32_t) ctx->chosen - ctx->stamp)

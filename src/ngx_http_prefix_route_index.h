@@ -724,9 +724,9 @@ ngx_uint_t ngx_http_prefix_route_index_stamp(
  * found: a feedback trim of a full 256m zone's server held every worker
  * 0.4 s at once.  A trim by "before" that drops some learns the capacity
  * of the peer's engine, at once or when its last slice is done: at most
- * the blocks left, at least half of those held before (peer->fb.capacity,
- * a figure that only falls here).  Returns the number dropped now: 0
- * while a mend is under way.
+ * the blocks left, at least half the figure before, or of the blocks
+ * held before if none (peer->fb.capacity, a figure that only falls
+ * here).  Returns the number dropped now: 0 while a mend is under way.
  */
 ngx_uint_t ngx_http_prefix_route_index_trim(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
