@@ -10,6 +10,10 @@
 #include "ngx_http_prefix_route_hash.h"
 #include "ngx_http_prefix_route_scan.h"
 
+#if (defined __SSE2__)
+#include <emmintrin.h>
+#endif
+
 
 /* the control bytes of the canonical form, as ngx_http_prefix_route_prompt.c */
 #define NGX_HTTP_PREFIX_ROUTE_ESC   0x1b
@@ -146,6 +150,31 @@ typedef struct {
 static ngx_http_prefix_route_tools_t
     ngx_http_prefix_route_scan_tools_kept[NGX_HTTP_PREFIX_ROUTE_TOOLS];
 
+
+#if (defined __SSE2__)
+
+/*
+ * The same test on the 16 bytes at p, with x86-64's baseline vector
+ * unit: a bit for each byte that is '"', '\\', a control byte or 0x80
+ * and above (negative as a signed byte, so below 0x20 too); the lowest
+ * set bit is the first such byte
+ */
+
+static ngx_inline unsigned
+ngx_http_prefix_route_scan_stops(u_char *p)
+{
+    __m128i  x;
+
+    x = _mm_loadu_si128((__m128i *) p);
+
+    return (unsigned) _mm_movemask_epi8(
+               _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+                                         _mm_cmpeq_epi8(x,
+                                                        _mm_set1_epi8('\\'))),
+                            _mm_cmplt_epi8(x, _mm_set1_epi8(0x20))));
+}
+
+#endif
 
 /*
  * Bytes that end a string's run of plain ASCII: control bytes, '"', '\\'
@@ -1872,6 +1901,9 @@ ngx_http_prefix_route_scan_string(ngx_http_prefix_route_scan_t *s,
     size_t     n;
     uint32_t   v, lo;
     uint64_t   w;
+#if (defined __SSE2__)
+    unsigned   m;
+#endif
 
     p = s->p + 1;
     last = s->last;
@@ -1881,7 +1913,23 @@ ngx_http_prefix_route_scan_string(ngx_http_prefix_route_scan_t *s,
 
     for ( ;; ) {
 
-        /* the run of plain ASCII, the bulk of any prompt: 8 bytes a step */
+        /* the run of plain ASCII, the bulk of any prompt: 16 bytes a step */
+
+#if (defined __SSE2__)
+
+        while (last - p >= 16) {
+            m = ngx_http_prefix_route_scan_stops(p);
+
+            if (m) {
+                /* the 8-byte test and the table stop at once there */
+                p += __builtin_ctz(m);
+                break;
+            }
+
+            p += 16;
+        }
+
+#endif
 
         while (last - p >= 8) {
             ngx_memcpy(&w, p, 8);

@@ -44,7 +44,9 @@ typedef struct {
 
 static void test_extract(u_char *body, size_t len, ngx_uint_t pieces,
     ngx_uint_t in_file, test_out_t *out);
+static void test_reference(u_char *body, size_t len, test_out_t *out);
 static ngx_uint_t test_same(test_out_t *a, test_out_t *b);
+static void test_stops(test_out_t *a, test_out_t *b);
 static u_char *test_chat(size_t messages, size_t *len);
 
 
@@ -110,35 +112,10 @@ main(void)
             "its model and its answers");
 
     /* the reference: the body parsed whole, the prompt built and hashed */
-    {
-        json_t                          *root;
-        uint64_t                         h[TEST_CAP / TEST_BLOCK], key;
-        ngx_uint_t                       n;
-        ngx_http_prefix_route_prompt_t   pr;
 
-        ngx_memzero(&pr, sizeof(pr));
-        pr.buf = b->buf;
-        pr.size = TEST_CAP;
-
-        root = json_loadb((char *) body, len, JSON_ALLOW_NUL, NULL);
-        ok = root != NULL
-             && ngx_http_prefix_route_prompt_build(root, &pr) == NGX_OK;
-        json_decref(root);
-
-        n = ngx_http_prefix_route_hash_blocks(pr.buf, pr.len, TEST_BLOCK,
-                                              pr.seed, h,
-                                              TEST_CAP / TEST_BLOCK);
-        key = ngx_http_prefix_route_hash(pr.buf,
-                                         ngx_min(pr.key,
-                                              NGX_HTTP_PREFIX_ROUTE_KEY_SIZE),
-                                         pr.seed);
-
-        test_ok(ok && n == a->x.nblocks && key == a->x.key
-                && pr.seed == a->x.seed
-                && ngx_memcmp(h, a->hash, n * sizeof(uint64_t)) == 0,
-                "the same hashes, key and seed as the prompt built from "
-                "the body's tree");
-    }
+    test_reference(body, len, b);
+    test_ok(test_same(a, b), "the same hashes, key and seed as the prompt "
+            "built from the body's tree");
 
     test_extract(body, len, TEST_PIECES, 0, b);
     test_ok(test_same(a, b), "in 64 buffers in memory: the same hashes");
@@ -405,6 +382,8 @@ main(void)
                 "a prompt of text has no token counts");
     }
 
+    test_stops(a, b);
+
     free(a);
     free(b);
 
@@ -488,6 +467,106 @@ test_extract(u_char *body, size_t len, ngx_uint_t pieces, ngx_uint_t in_file,
     }
 
     test_moved = (test_file.offset != 777);
+}
+
+
+/*
+ * jansson's way, the reference the fast path must equal: the body parsed
+ * whole, the prompt built from the tree and hashed; out->rc NGX_DECLINED
+ * when jansson rejects the body or finds no prompt
+ */
+
+static void
+test_reference(u_char *body, size_t len, test_out_t *out)
+{
+    json_t                          *root;
+    ngx_http_prefix_route_prompt_t   pr;
+
+    ngx_memzero(&pr, sizeof(pr));
+    ngx_memzero(&out->x, sizeof(ngx_http_prefix_route_extract_t));
+    pr.buf = out->buf;
+    pr.size = TEST_CAP;
+
+    root = json_loadb((char *) body, len, JSON_ALLOW_NUL, NULL);
+    out->rc = (root != NULL
+               && ngx_http_prefix_route_prompt_build(root, &pr) == NGX_OK)
+              ? NGX_OK : NGX_DECLINED;
+    json_decref(root);
+
+    if (out->rc != NGX_OK) {
+        return;
+    }
+
+    out->x.len = pr.len;
+    out->x.seed = pr.seed;
+    out->x.nblocks = ngx_http_prefix_route_hash_blocks(pr.buf, pr.len,
+                                                       TEST_BLOCK, pr.seed,
+                                                       out->hash,
+                                                       TEST_CAP / TEST_BLOCK);
+    out->x.key = ngx_http_prefix_route_hash(pr.buf,
+                                            ngx_min(pr.key,
+                                                NGX_HTTP_PREFIX_ROUTE_KEY_SIZE),
+                                            pr.seed);
+}
+
+
+/*
+ * A string's scan takes plain bytes 16 and 8 at a time: a byte that
+ * stops it (an escape, UTF-8; a control byte, a byte that is not UTF-8,
+ * a surrogate) or not (DEL) at each offset of the first 48 gives
+ * jansson's hashes, read by the fast path (the 5 valid ones), or is
+ * declined as jansson declines it.
+ */
+
+static void
+test_stops(test_out_t *a, test_out_t *b)
+{
+    size_t       i, k, n, len;
+    u_char       body[256], *p;
+    ngx_uint_t   ok, fast;
+
+    static const char   head[] = "{\"model\":\"m\",\"messages\":"
+                                 "[{\"role\":\"user\",\"content\":\"";
+    static const char  *stops[] = { "\\n", "\\u00e9", "\xc3\xa9",
+                                    "\xe2\x82\xac", "\x01", "\x7f",
+                                    "\xff", "\xc3", "\xed\xa0\x80" };
+
+    ok = 1;
+    fast = 0;
+
+    for (i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+
+        for (k = 0; k < 48; k++) {
+            p = ngx_cpymem(body, head, sizeof(head) - 1);
+
+            for (n = 0; n < 64; n++) {
+                if (n == k) {
+                    p = ngx_cpymem(p, stops[i], ngx_strlen(stops[i]));
+                }
+
+                *p++ = (u_char) ('a' + n % 26);
+            }
+
+            p = ngx_cpymem(p, "\"}]}", 4);
+            len = p - body;
+
+            test_jansson = 0;
+            test_extract(body, len, 1, 0, a);
+            fast += (a->rc == NGX_OK && test_jansson == 0);
+
+            test_reference(body, len, b);
+
+            if (b->rc == NGX_OK ? !test_same(a, b) : a->rc == NGX_OK) {
+                ok = 0;
+                printf("# stop %d at %d: rc %d, jansson's %d\n",
+                       (int) i, (int) k, (int) a->rc, (int) b->rc);
+            }
+        }
+    }
+
+    test_ok(ok && fast == 5 * 48, "a byte that stops a string's scan, at "
+            "each of 48 offsets: jansson's hashes, by the fast path where "
+            "valid, or declined as by jansson");
 }
 
 
