@@ -3916,7 +3916,10 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
             limit = prcf->capacity ? prcf->capacity / prcf->block
                                    : ngx_max(sh->room, fb->capacity);
 
-            fb->capacity = ngx_min(fb->capacity + grow, limit);
+            /* a zone's holders are 32-byte chunks: fewer than 2^32 */
+            limit = ngx_min(limit, NGX_MAX_UINT32_VALUE);
+
+            fb->capacity = (uint32_t) ngx_min(fb->capacity + grow, limit);
         }
     }
 

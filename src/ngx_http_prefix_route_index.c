@@ -200,7 +200,8 @@ static ngx_uint_t ngx_http_prefix_route_index_doomed(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
     ngx_uint_t limit);
 static void ngx_http_prefix_route_index_learn(
-    ngx_http_prefix_route_peer_t *peer, ngx_uint_t held);
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
+    ngx_uint_t held, uint32_t before);
 static ngx_uint_t ngx_http_prefix_route_index_repair(
     ngx_http_prefix_route_index_t *idx);
 static ngx_uint_t ngx_http_prefix_route_index_buckets(
@@ -1364,7 +1365,8 @@ ngx_http_prefix_route_index_clear(ngx_http_prefix_route_index_t *idx)
         steps -= n;
 
         if (peer->fb.learning) {
-            ngx_http_prefix_route_index_learn(peer, peer->fb.learning);
+            ngx_http_prefix_route_index_learn(idx, peer, peer->fb.learning,
+                                              peer->stale_before);
             peer->fb.learning = 0;
         }
 
@@ -2576,7 +2578,7 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
         peer->stale = 1;
 
     } else if (n && before != NULL && !peer->stale) {
-        ngx_http_prefix_route_index_learn(peer, held);
+        ngx_http_prefix_route_index_learn(idx, peer, held, *before);
     }
 
     ngx_http_prefix_route_index_end(idx);
@@ -2594,20 +2596,44 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
  * it).  Only when some went: if none was older, the index had forgotten
  * more than the engine and says nothing of it.  One eviction at most
  * halves the figure (the first, what the index held), a bounded
- * reaction to a report that was not one.
+ * reaction to a report that was not one.  And only for a block
+ * ("before", its stamp) recorded after the figure last fell: an engine
+ * that restarted unseen (no probes) reports every older prefix gone, one
+ * event that would otherwise halve the figure again at each report.
  */
 
 static void
-ngx_http_prefix_route_index_learn(ngx_http_prefix_route_peer_t *peer,
-    ngx_uint_t held)
+ngx_http_prefix_route_index_learn(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_peer_t *peer, ngx_uint_t held, uint32_t before)
 {
-    ngx_uint_t  c;
+    ngx_uint_t                       c;
+    ngx_http_prefix_route_entry_t   *e;
+    ngx_http_prefix_route_holder_t  *h;
+
+    if (peer->fb.capacity && (int32_t) (before - peer->fb.lowered) <= 0) {
+        return;
+    }
 
     c = peer->fb.capacity ? peer->fb.capacity : held;
     c = ngx_max(ngx_max(peer->blocks, c / 2), 1);
 
-    if (peer->fb.capacity == 0 || c < peer->fb.capacity) {
-        peer->fb.capacity = c;
+    if (peer->fb.capacity && c >= peer->fb.capacity) {
+        return;
+    }
+
+    /* a zone's holders are 32-byte chunks: fewer than 2^32 */
+    peer->fb.capacity = (uint32_t) c;
+    peer->fb.lowered = before;
+
+    /* the most recently used is the newest block held */
+
+    if (peer->lru.next != ngx_http_prefix_route_off(idx, &peer->lru)) {
+        h = ngx_http_prefix_route_ptr(idx, peer->lru.next);
+        e = ngx_http_prefix_route_ptr(idx, h->entry);
+
+        if ((int32_t) (e->stamp - before) > 0) {
+            peer->fb.lowered = e->stamp;
+        }
     }
 }
 

@@ -97,11 +97,16 @@ typedef struct {
     ngx_uint_t                       under;     /* the engine held less */
     ngx_uint_t                       over;      /* the engine held more */
     ngx_uint_t                       dropped;   /* holders dropped for it */
-    ngx_uint_t                       capacity;  /* blocks its engine holds
+    uint32_t                         capacity;  /* blocks its engine holds
                                                    at most, learned from
                                                    its evictions
                                                    (feedback=correct), 0:
-                                                   none learned */
+                                                   none learned; a zone's
+                                                   holders are 32-byte
+                                                   chunks, fewer than 2^32 */
+    uint32_t                         lowered;   /* the stamp (ms) of the
+                                                   newest block held when
+                                                   "capacity" last fell */
     uint32_t                         learning;  /* blocks it held before
                                                    a trim still going in
                                                    slices, 0: none */
@@ -726,7 +731,8 @@ ngx_uint_t ngx_http_prefix_route_index_stamp(
  * of the peer's engine, at once or when its last slice is done: at most
  * the blocks left, at least half the figure before, or of the blocks
  * held before if none (peer->fb.capacity, a figure that only falls
- * here).  Returns the number dropped now: 0 while a mend is under way.
+ * here), and only from a block recorded after its last fall.  Returns
+ * the number dropped now: 0 while a mend is under way.
  */
 ngx_uint_t ngx_http_prefix_route_index_trim(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,

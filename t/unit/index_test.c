@@ -773,6 +773,33 @@ test_learn(void)
     test_ok(peers[1]->fb.capacity == 0 && peers[0]->fb.capacity == 20,
             "learn: a restarted engine's is learned anew");
 
+    /* an engine restarted unseen reports each older prefix gone in turn */
+
+    idx.mend_steps = 0;
+
+    for (t = 20; t <= 27; t++) {
+        (void) test_record(t, 10, 1, 0);
+    }
+
+    test_evicted(23, 1);
+
+    test_ok(peers[1]->blocks == 50 && peers[1]->fb.capacity == 50,
+            "learn: an eviction leaves 50 of 80 blocks");
+
+    test_evicted(24, 1);
+    test_evicted(25, 1);
+
+    test_ok(peers[1]->blocks == 30 && peers[1]->fb.capacity == 50,
+            "learn: blocks recorded before the figure fell are dropped, "
+            "and do not lower it again");
+
+    (void) test_record(28, 10, 1, 0);
+    test_evicted(28, 1);
+
+    test_ok(peers[1]->blocks == 10 && peers[1]->fb.capacity == 25,
+            "learn: a block recorded since lowers it, at most by half");
+    test_ok(test_check() == 0, "learn: consistent");
+
     idx.mend_steps = 0;
 }
 
