@@ -2075,7 +2075,8 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
             /* the error text quotes the body: only its position is logged */
             ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                           "prefix_route: request body is not JSON "
-                          "(error %d at byte %d), round robin",
+                          "(%s: error %d at byte %d), round robin",
+                          ngx_http_prefix_route_extract_reason(x.json_error),
                           x.json_error, x.position);
             break;
 
@@ -4590,6 +4591,15 @@ ngx_http_prefix_route_salt(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 
     if (ngx_http_compile_complex_value(&ccv) != NGX_OK) {
         return NGX_CONF_ERROR;
+    }
+
+    /* "remote_user" for "$remote_user": one tenant for all (helper-59) */
+
+    if (prcf->salt->lengths == NULL) {
+        ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
+                           "prefix_route_salt \"%V\" holds no variable: "
+                           "every request has that salt, as if none",
+                           &value[1]);
     }
 
     if (cf->args->nelts == 2

@@ -622,3 +622,44 @@ ngx_http_prefix_route_json_free(void *p)
 
     ngx_http_prefix_route_json_release(base);
 }
+
+
+char *
+ngx_http_prefix_route_extract_reason(int code)
+{
+    switch (code) {
+
+    case json_error_out_of_memory:
+        return "out of memory";
+
+    case json_error_stack_overflow:
+        return "nested too deep";
+
+    case json_error_invalid_utf8:
+        return "invalid UTF-8";
+
+    case json_error_premature_end_of_input:
+        return "premature end of input";
+
+    case json_error_end_of_input_expected:
+        return "more after the end";
+
+    case json_error_invalid_syntax:
+        return "invalid syntax";
+
+    case json_error_null_character:
+        return "a NUL character";
+
+    case json_error_null_byte_in_key:
+        return "a NUL byte in a key";
+
+    case json_error_duplicate_key:
+        return "a duplicate key";
+
+    case json_error_numeric_overflow:
+        return "a number too large";
+
+    default:
+        return "another error";
+    }
+}

@@ -152,5 +152,12 @@ void ngx_http_prefix_route_extract_exit(void);
 ngx_int_t ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     ngx_chain_t *in);
 
+/*
+ * What jansson's error "code" (enum json_error_code, x->json_error) says,
+ * in a few words for the log ("invalid UTF-8"), never the body's bytes;
+ * "another error" for a code it does not name.
+ */
+char *ngx_http_prefix_route_extract_reason(int code);
+
 
 #endif /* _NGX_HTTP_PREFIX_ROUTE_EXTRACT_H_INCLUDED_ */

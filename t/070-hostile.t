@@ -80,9 +80,14 @@ sub info_lines_check {
 
 # --- info_lines items: the module's lines, and nginx's for a temporary file
 sub info_line { qr/\[$_[0]\] \d+#\d+: \*\d+ \Q$_[1]\E/ }
+# jansson's error codes, named in the line (never the body's bytes)
+our %Reason = (2 => "nested too deep", 5 => "invalid UTF-8",
+               6 => "premature end of input", 7 => "more after the end",
+               8 => "invalid syntax", 13 => "a NUL byte in a key",
+               15 => "a number too large");
 sub not_json {
-    info_line("info", "prefix_route: request body is not JSON (error $_[0] at byte $_[1]), "
-                      . "round robin, client: ")
+    info_line("info", "prefix_route: request body is not JSON ($Reason{$_[0]}: "
+                      . "error $_[0] at byte $_[1]), round robin, client: ")
 }
 our $NoPrompt = info_line("info", "prefix_route: request body has no prompt, round robin, client: ");
 our $StillRead = info_line("info", "prefix_route: request body is still being read "

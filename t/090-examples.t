@@ -165,6 +165,18 @@ for my $path (@Examples) {
     like($out, qr/\[warn\].*"feedback=correct" works as "feedback=on" with "instances=3"/,
          "$name with feedback=correct instances=3: nginx -t warns");
 
+    # a copy whose salt names no variable ("remote_user" for
+    # "$remote_user"): one tenant for all; it starts, with a warning
+    ($bad = $conf) =~ s{^(\s*)(prefix_route\s+zone=[^\n]*\n)}
+                       {$1$2$1prefix_route_salt remote_user;\n}m
+        or die "$name: no prefix_route line to salt\n";
+    $bad =~ s{^\s*prefix_route_salt\s+\$[^\n]*\n}{}m;
+    ($rc, $out) = check($bad, $name);
+    is($rc, 0, "$name with a salt of no variable: nginx -t succeeds")
+        or diag($out);
+    like($out, qr/\[warn\].*prefix_route_salt "remote_user" holds no variable/,
+         "$name with a salt of no variable: nginx -t warns");
+
     # a copy without the module
     ($bad = $conf) =~ s{^\s*load_module\s+\Q$Module\E;[ \t]*\n}{}m
         or die "$name: no load_module line to remove\n";
