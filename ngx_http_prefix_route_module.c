@@ -4593,31 +4593,35 @@ ngx_http_prefix_route_salt(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
         return NGX_CONF_ERROR;
     }
 
-    /* "remote_user" for "$remote_user": one tenant for all (helper-59) */
+    if (cf->args->nelts == 2
+        || ngx_strcmp(value[2].data, "cache_salt=on") == 0)
+    {
+        prcf->cache_salt = 1;
 
-    if (prcf->salt->lengths == NULL) {
+    } else if (ngx_strcmp(value[2].data, "cache_salt=off") == 0) {
+        prcf->cache_salt = 0;
+
+    } else {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\", it must be "
+                           "\"cache_salt=on\" or \"cache_salt=off\"",
+                           &value[2]);
+        return NGX_CONF_ERROR;
+    }
+
+    /*
+     * "remote_user" for "$remote_user": one tenant for all (helper-59);
+     * with cache_salt=off a fixed salt still sets the body's aside
+     */
+
+    if (prcf->salt->lengths == NULL && prcf->cache_salt) {
         ngx_conf_log_error(NGX_LOG_WARN, cf, 0,
                            "prefix_route_salt \"%V\" holds no variable: "
                            "every request has that salt, as if none",
                            &value[1]);
     }
 
-    if (cf->args->nelts == 2
-        || ngx_strcmp(value[2].data, "cache_salt=on") == 0)
-    {
-        prcf->cache_salt = 1;
-        return NGX_CONF_OK;
-    }
-
-    if (ngx_strcmp(value[2].data, "cache_salt=off") == 0) {
-        prcf->cache_salt = 0;
-        return NGX_CONF_OK;
-    }
-
-    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                       "invalid parameter \"%V\", it must be "
-                       "\"cache_salt=on\" or \"cache_salt=off\"", &value[2]);
-    return NGX_CONF_ERROR;
+    return NGX_CONF_OK;
 }
 
 

@@ -66,7 +66,7 @@ struct ngx_http_prefix_route_holder_s {
 
 /* the version of the structs above and in the header, kept in the zone */
 #define NGX_HTTP_PREFIX_ROUTE_LAYOUT                                         \
-    (0x50520500 + sizeof(ngx_http_prefix_route_sh_t)                         \
+    (0x50520501 + sizeof(ngx_http_prefix_route_sh_t)                         \
      + sizeof(ngx_http_prefix_route_peer_t)                                  \
      + sizeof(ngx_http_prefix_route_entry_t)                                 \
      + sizeof(ngx_http_prefix_route_holder_t))
@@ -2562,10 +2562,16 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
     limit = ngx_http_prefix_route_index_slice(idx);
     n = ngx_http_prefix_route_index_cut(idx, peer, capacity, before, limit);
 
-    /* more may be left: the rest in slices, up to the newest stamp asked */
+    /*
+     * more may be left, or a drop in slices is under way: the rest in
+     * slices, up to the newest stamp asked, learned when they are done
+     */
 
-    if (n == limit && before != NULL) {
-        ngx_http_prefix_route_index_doom(idx, peer);
+    if (before != NULL && (n == limit || peer->stale)) {
+
+        if (n == limit) {
+            ngx_http_prefix_route_index_doom(idx, peer);
+        }
 
         if (!peer->stale || (int32_t) (*before - peer->stale_before) > 0) {
             peer->stale_before = *before;
@@ -2577,7 +2583,7 @@ ngx_http_prefix_route_index_trim(ngx_http_prefix_route_index_t *idx,
         ngx_http_prefix_route_order();
         peer->stale = 1;
 
-    } else if (n && before != NULL && !peer->stale) {
+    } else if (n && before != NULL) {
         ngx_http_prefix_route_index_learn(idx, peer, held, *before);
     }
 
@@ -2606,11 +2612,39 @@ static void
 ngx_http_prefix_route_index_learn(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_peer_t *peer, ngx_uint_t held, uint32_t before)
 {
+    uint32_t                         old;
     ngx_uint_t                       c;
     ngx_http_prefix_route_entry_t   *e;
     ngx_http_prefix_route_holder_t  *h;
 
-    if (peer->fb.capacity && (int32_t) (before - peer->fb.lowered) <= 0) {
+    /*
+     * the gate is past once the least recently used block left was
+     * recorded after the fall (so was every block), or once the newest
+     * looks older than it: 24.8 days on, where a signed difference of
+     * stamps turns, a quiet server's gate would shut its learning for
+     * as long again
+     */
+
+    if (peer->fb.lowered
+        && peer->lru.prev != ngx_http_prefix_route_off(idx, &peer->lru))
+    {
+        h = ngx_http_prefix_route_ptr(idx, peer->lru.prev);
+        e = ngx_http_prefix_route_ptr(idx, h->entry);
+        old = e->stamp;
+
+        h = ngx_http_prefix_route_ptr(idx, peer->lru.next);
+        e = ngx_http_prefix_route_ptr(idx, h->entry);
+
+        if ((int32_t) (old - peer->fb.lowered) > 0
+            || (int32_t) (e->stamp - peer->fb.lowered) < 0)
+        {
+            peer->fb.lowered = 0;
+        }
+    }
+
+    if (peer->fb.capacity && peer->fb.lowered
+        && (int32_t) (before - peer->fb.lowered) <= 0)
+    {
         return;
     }
 
@@ -2634,6 +2668,12 @@ ngx_http_prefix_route_index_learn(ngx_http_prefix_route_index_t *idx,
         if ((int32_t) (e->stamp - before) > 0) {
             peer->fb.lowered = e->stamp;
         }
+    }
+
+    /* 0 is no gate; a stamp a millisecond later is as good */
+
+    if (peer->fb.lowered == 0) {
+        peer->fb.lowered = 1;
     }
 }
 

@@ -106,7 +106,9 @@ typedef struct {
                                                    chunks, fewer than 2^32 */
     uint32_t                         lowered;   /* the stamp (ms) of the
                                                    newest block held when
-                                                   "capacity" last fell */
+                                                   "capacity" last fell;
+                                                   0: every block held is
+                                                   newer */
     uint32_t                         learning;  /* blocks it held before
                                                    a trim still going in
                                                    slices, 0: none */

@@ -177,6 +177,15 @@ for my $path (@Examples) {
     like($out, qr/\[warn\].*prefix_route_salt "remote_user" holds no variable/,
          "$name with a salt of no variable: nginx -t warns");
 
+    # with cache_salt=off a fixed salt sets the body's keys aside: no warning
+    $bad =~ s{prefix_route_salt remote_user;}{prefix_route_salt fleet cache_salt=off;}
+        or die "$name: no salt to change\n";
+    ($rc, $out) = check($bad, $name);
+    is($rc, 0, "$name with a fixed salt and cache_salt=off: nginx -t succeeds")
+        or diag($out);
+    unlike($out, qr/holds no variable/,
+           "$name with a fixed salt and cache_salt=off: no warning");
+
     # a copy without the module
     ($bad = $conf) =~ s{^\s*load_module\s+\Q$Module\E;[ \t]*\n}{}m
         or die "$name: no load_module line to remove\n";

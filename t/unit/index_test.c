@@ -800,6 +800,24 @@ test_learn(void)
             "learn: a block recorded since lowers it, at most by half");
     test_ok(test_check() == 0, "learn: consistent");
 
+    /*
+     * 35 days on (past the 24.8 a signed difference of stamps tells
+     * apart), the server's blocks all new: an eviction still lowers it
+     */
+
+    test_clock += 3000000000U;
+
+    for (t = 40; t <= 45; t++) {
+        (void) test_record(t, 10, 1, 0);
+    }
+
+    (void) ngx_http_prefix_route_index_trim(&idx, peers[1], 50, NULL);
+    test_evicted(44, 1);
+
+    test_ok(peers[1]->blocks == 20 && peers[1]->fb.capacity == 20,
+            "learn: weeks on, an eviction lowers it again");
+    test_ok(test_check() == 0, "learn: consistent");
+
     idx.mend_steps = 0;
 }
 
