@@ -1913,7 +1913,10 @@ ngx_http_prefix_route_scan_string(ngx_http_prefix_route_scan_t *s,
 
     for ( ;; ) {
 
-        /* the run of plain ASCII, the bulk of any prompt: 16 bytes a step */
+        /*
+         * the run of plain ASCII, the bulk of any prompt: 16 bytes a step
+         * with SSE2, else 8
+         */
 
 #if (defined __SSE2__)
 
