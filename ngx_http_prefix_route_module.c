@@ -1002,13 +1002,13 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     size_t                             len;
     ngx_int_t                          rc;
     ngx_str_t                         *names, *first;
-    uint32_t                           oldest;
-    ngx_uint_t                         b, i, nworkers, roomless, reused;
+    ngx_uint_t                         b, i, nworkers, roomless;
     ngx_core_conf_t                   *ccf;
     ngx_slab_pool_t                   *shpool;
     ngx_http_upstream_rr_peer_t       *peer;
     ngx_http_upstream_rr_peers_t      *peers;
     ngx_http_prefix_route_sh_t        *sh;
+    ngx_http_prefix_route_reuse_t      reuse;
     ngx_http_prefix_route_srv_conf_t  *prcf;
 
     prcf = shm_zone->data;
@@ -1111,8 +1111,8 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
      */
 
     roomless = 0;
-    reused = 0;
     first = NULL;
+    ngx_memzero(&reuse, sizeof(ngx_http_prefix_route_reuse_t));
 
     if (ngx_http_prefix_route_index_lock_master(&prcf->index,
                                                 shm_zone->shm.log)
@@ -1125,23 +1125,15 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     }
 
     /*
-     * this configuration's number, and the oldest still running: the
-     * records only older ones named are given to new servers
+     * this configuration's number, and those still running: the records
+     * only others named are given to new servers, here and in the workers
+     * for the new addresses of "server name resolve"
+     * (ngx_http_prefix_route_follow())
      */
 
     prcf->index.gen = ++sh->gen;
-    oldest = ngx_http_prefix_route_index_oldest(&prcf->index,
-                                                oprcf ? oprcf->index.gen : 0);
-
-    /*
-     * no process runs a configuration older than that, nor will: the
-     * workers reuse the records only those named for the new addresses
-     * of "server name resolve" (ngx_http_prefix_route_follow())
-     */
-
-    if (oldest > sh->unused) {
-        sh->unused = oldest;
-    }
+    (void) ngx_http_prefix_route_index_running(&prcf->index,
+                                               oprcf ? oprcf->index.gen : 0);
 
     for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
     {
@@ -1149,7 +1141,7 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
             prcf->shared[b][i] = ngx_http_prefix_route_index_peer(
                                                   &prcf->index, &peer->name,
-                                                  oldest, &reused);
+                                                  &reuse);
 
             if (prcf->shared[b][i] == NULL) {
                 if (roomless++ == 0) {
@@ -1168,7 +1160,7 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     for (i = 0; names != NULL && i < prcf->peers->number; i++) {
         prcf->vshared[i] = ngx_http_prefix_route_index_peer(&prcf->index,
                                                             &names[i],
-                                                            oldest, &reused);
+                                                            &reuse);
         if (prcf->vshared[i] != NULL) {
             prcf->vshared[i]->fixed = prcf->index.gen;
         }
@@ -1180,12 +1172,12 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     ngx_shmtx_unlock(&shpool->mutex);
 
-    if (reused) {
+    if (reuse.reused) {
         ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
                       "prefix_route zone \"%V\": %ui record(s) of servers "
                       "gone were reused for new servers, their blocks "
                       "dropped",
-                      &shm_zone->shm.name, reused);
+                      &shm_zone->shm.name, reuse.reused);
     }
 
     if (roomless) {
@@ -1551,6 +1543,7 @@ ngx_http_prefix_route_follow_records(ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_str_t                       *names, name;
     ngx_uint_t                       b, i, k, config, capacity;
     ngx_http_upstream_rr_peer_t     *peer;
+    ngx_http_prefix_route_reuse_t    reuse;
     ngx_http_upstream_rr_peers_t    *list;
     ngx_http_prefix_route_peer_t   **made;
     ngx_http_prefix_route_index_t   *idx;
@@ -1603,11 +1596,12 @@ ngx_http_prefix_route_follow_records(ngx_http_prefix_route_srv_conf_t *prcf,
     idx = &prcf->index;
     capacity = prcf->capacity / prcf->block;
 
+    ngx_memzero(&reuse, sizeof(ngx_http_prefix_route_reuse_t));
+
     ngx_shmtx_lock(&idx->shpool->mutex);
 
     for (k = 0; k < unknown; k++) {
-        made[k] = ngx_http_prefix_route_index_peer(idx, &names[k],
-                                                   idx->sh->unused, reused);
+        made[k] = ngx_http_prefix_route_index_peer(idx, &names[k], &reuse);
         if (made[k] != NULL) {
             ngx_http_prefix_route_index_capacity(idx, made[k], capacity);
 
@@ -1620,6 +1614,8 @@ ngx_http_prefix_route_follow_records(ngx_http_prefix_route_srv_conf_t *prcf,
     prcf->npos = idx->sh->npeers;
 
     ngx_shmtx_unlock(&idx->shpool->mutex);
+
+    *reused += reuse.reused;
 
     ngx_http_prefix_route_lists_rlock(peers);
 

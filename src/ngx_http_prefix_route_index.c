@@ -66,7 +66,7 @@ struct ngx_http_prefix_route_holder_s {
 
 /* the version of the structs above and in the header, kept in the zone */
 #define NGX_HTTP_PREFIX_ROUTE_LAYOUT                                         \
-    (0x50520501 + sizeof(ngx_http_prefix_route_sh_t)                         \
+    (0x50520601 + sizeof(ngx_http_prefix_route_sh_t)                         \
      + sizeof(ngx_http_prefix_route_peer_t)                                  \
      + sizeof(ngx_http_prefix_route_entry_t)                                 \
      + sizeof(ngx_http_prefix_route_holder_t))
@@ -182,13 +182,15 @@ static ngx_uint_t ngx_http_prefix_route_index_cut(
     ngx_uint_t capacity, uint32_t *before, ngx_uint_t limit);
 static ngx_uint_t ngx_http_prefix_route_index_slice(
     ngx_http_prefix_route_index_t *idx);
+static ngx_uint_t ngx_http_prefix_route_index_runs(
+    ngx_http_prefix_route_running_t *run, uint32_t first, uint32_t last);
 static ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_unlist(
-    ngx_http_prefix_route_index_t *idx, uint32_t oldest, size_t len);
+    ngx_http_prefix_route_index_t *idx, size_t len);
 static void ngx_http_prefix_route_index_relist(
     ngx_http_prefix_route_index_t *idx);
 static void ngx_http_prefix_route_index_reuse(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
-    ngx_str_t *name, uint32_t hash);
+    ngx_str_t *name, uint32_t hash, ngx_http_prefix_route_reuse_t *reuse);
 static void ngx_http_prefix_route_index_named(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
     uint32_t gen);
@@ -445,24 +447,19 @@ ngx_http_prefix_route_index_lock_master(ngx_http_prefix_route_index_t *idx,
 }
 
 
-uint32_t
-ngx_http_prefix_route_index_oldest(ngx_http_prefix_route_index_t *idx,
+ngx_int_t
+ngx_http_prefix_route_index_running(ngx_http_prefix_route_index_t *idx,
     uint32_t running)
 {
-    uint32_t                       oldest;
-    ngx_int_t                      i;
-    ngx_uint_t                     k;
-    ngx_process_t                 *c;
-    ngx_http_prefix_route_proc_t  *p;
+    uint32_t                          gen, *gens;
+    ngx_int_t                         i;
+    ngx_uint_t                        k, n, j;
+    ngx_process_t                    *c;
+    ngx_http_prefix_route_proc_t     *p;
+    ngx_http_prefix_route_running_t  *run;
 
     if (ngx_process != NGX_PROCESS_MASTER || running == 0) {
-        return 0;
-    }
-
-    oldest = running;
-
-    if (idx->sh->floor && idx->sh->floor < oldest) {
-        oldest = idx->sh->floor;
+        return NGX_DECLINED;
     }
 
     /*
@@ -500,25 +497,111 @@ ngx_http_prefix_route_index_oldest(ngx_http_prefix_route_index_t *idx,
             continue;
         }
 
-        p = NULL;
-
         for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
             if (idx->sh->procs[k].pid == c->pid) {
-                p = &idx->sh->procs[k];
                 break;
             }
         }
 
-        if (p == NULL) {
-            return 0;
-        }
-
-        if (p->gen < oldest) {
-            oldest = p->gen;
+        if (k == NGX_HTTP_PREFIX_ROUTE_PROCS) {
+            return NGX_DECLINED;
         }
     }
 
-    return oldest;
+    /*
+     * the set, kept in order as it is made: the master's configuration
+     * and its children's older than this one (at most 257), then this one
+     * and every newer one, or from a process's that found no entry
+     */
+
+    run = &idx->sh->running;
+    gens = run->gens;
+
+    run->from = 0;
+    run->n = 0;
+
+    for (k = 0; k <= NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+
+        if (k < NGX_HTTP_PREFIX_ROUTE_PROCS) {
+            if (idx->sh->procs[k].pid == 0) {
+                continue;
+            }
+
+            gen = idx->sh->procs[k].gen;
+
+        } else {
+            gen = running;
+        }
+
+        for (n = 0; n < run->n && gens[n] < gen; n++) {
+            /* void */
+        }
+
+        if (n < run->n && gens[n] == gen) {
+            continue;
+        }
+
+        for (j = run->n; j > n; j--) {
+            gens[j] = gens[j - 1];
+        }
+
+        gens[n] = gen;
+        run->n++;
+    }
+
+    gen = idx->gen;
+
+    if (idx->sh->floor && idx->sh->floor < gen) {
+        gen = idx->sh->floor;
+    }
+
+    while (run->n && gens[run->n - 1] >= gen) {
+        run->n--;
+    }
+
+    /* the last store: a set half made reads as all running */
+
+    ngx_http_prefix_route_order();
+
+    run->from = gen;
+
+    return NGX_OK;
+}
+
+
+/*
+ * 1 if a configuration from "first" to "last" may still run: one of them
+ * may name the record (a configuration between two that name it may not,
+ * but is taken to).  The caller holds the zone mutex.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_runs(ngx_http_prefix_route_running_t *run,
+    uint32_t first, uint32_t last)
+{
+    ngx_uint_t  lo, hi, mid;
+
+    if (last >= run->from) {
+        return 1;
+    }
+
+    /* the first configuration of the set from "first" on */
+
+    lo = 0;
+    hi = run->n;
+
+    while (lo < hi) {
+        mid = (lo + hi) / 2;
+
+        if (run->gens[mid] < first) {
+            lo = mid + 1;
+
+        } else {
+            hi = mid;
+        }
+    }
+
+    return lo < run->n && run->gens[lo] <= last;
 }
 
 
@@ -630,10 +713,11 @@ ngx_http_prefix_route_index_leave(ngx_http_prefix_route_index_t *idx)
 
 ngx_http_prefix_route_peer_t *
 ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
-    ngx_str_t *name, uint32_t oldest, ngx_uint_t *reused)
+    ngx_str_t *name, ngx_http_prefix_route_reuse_t *reuse)
 {
     size_t                          size, cells, alloc;
     uint32_t                        hash;
+    ngx_uint_t                      head;
     ngx_queue_t                    *q;
     ngx_str_node_t                 *sn;
     ngx_http_prefix_route_sh_t     *sh;
@@ -643,6 +727,7 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
 
     if (sh->naming) {
         ngx_http_prefix_route_index_rename(idx);
+        reuse->after = NULL;
     }
 
     hash = ngx_crc32_short(name->data, name->len);
@@ -652,7 +737,17 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
     if (sn != NULL) {
         peer = (ngx_http_prefix_route_peer_t *) sn;
 
+        /* lowered first: the record is taken to be named from then on */
+
+        if (idx->gen < peer->first) {
+            peer->first = idx->gen;
+        }
+
         if (peer->named < idx->gen) {
+            if (reuse->after == &peer->queue) {
+                reuse->after = ngx_queue_prev(&peer->queue);
+            }
+
             sh->naming = 1;
             ngx_queue_remove(&peer->queue);
             ngx_http_prefix_route_kill_point();
@@ -665,23 +760,41 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
 
     /*
      * a record no running configuration names goes before a new one:
-     * records stay as many as two configurations name, not one a server
-     * a deploy of new addresses ever brought; the oldest come first
+     * records stay as many as the running configurations name, not one a
+     * server a deploy of new addresses ever brought; the oldest come
+     * first.  Those a running configuration names stay at the head while
+     * one lingers: the walk of this hold of the mutex goes on after them
      */
 
-    for (q = ngx_queue_head(&sh->peers);
+    head = 1;
+
+    for (q = ngx_queue_next(reuse->after ? reuse->after
+                                         : ngx_queue_sentinel(&sh->peers));
          q != ngx_queue_sentinel(&sh->peers);
          q = ngx_queue_next(q))
     {
         peer = ngx_queue_data(q, ngx_http_prefix_route_peer_t, queue);
 
-        if (peer->named >= oldest) {
+        if (peer->named >= sh->running.from) {
             break;
         }
 
+        if (ngx_http_prefix_route_index_runs(&sh->running,
+                                    ngx_min(peer->first, peer->named),
+                                    peer->named))
+        {
+            if (head) {
+                reuse->after = q;
+            }
+
+            continue;
+        }
+
+        head = 0;
+
         if (peer->room >= name->len) {
-            ngx_http_prefix_route_index_reuse(idx, peer, name, hash);
-            (*reused)++;
+            ngx_http_prefix_route_index_reuse(idx, peer, name, hash, reuse);
+            reuse->reused++;
             return peer;
         }
     }
@@ -694,11 +807,11 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
      * oldest let go first: an address back soon finds its own
      */
 
-    peer = ngx_http_prefix_route_index_unlist(idx, oldest, name->len);
+    peer = ngx_http_prefix_route_index_unlist(idx, name->len);
 
     if (peer != NULL) {
-        ngx_http_prefix_route_index_reuse(idx, peer, name, hash);
-        (*reused)++;
+        ngx_http_prefix_route_index_reuse(idx, peer, name, hash, reuse);
+        reuse->reused++;
         return peer;
     }
 
@@ -783,7 +896,9 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_link_init(idx, &peer->lru);
     peer->slot = sh->npeers;
     peer->cells = (ngx_http_prefix_route_cell_t *) ((u_char *) peer + size);
-    peer->room = size - offsetof(ngx_http_prefix_route_peer_t, name);
+    peer->room = (uint32_t) (size - offsetof(ngx_http_prefix_route_peer_t,
+                                             name));
+    peer->first = idx->gen;
     peer->named = idx->gen;
     ngx_memcpy(peer->name, name->data, name->len);
 
@@ -871,7 +986,8 @@ ngx_http_prefix_route_index_let_go(ngx_http_prefix_route_index_t *idx,
 /*
  * The oldest record on sh->loose that a name of "len" bytes may take: let
  * go by every view, no request in flight there, named in no "server" line
- * of a configuration from "oldest" on; taken off the ring, or NULL.  The
+ * of a configuration that may run (taken to be any from its "first" to
+ * its "fixed"); taken off the ring, or NULL.  The
  * entries are hints, checked here: a record taken again by a view, or
  * named in a "server" line since, leaves the ring; one with requests in
  * flight again waits for them, one too short for the name goes back at
@@ -880,7 +996,7 @@ ngx_http_prefix_route_index_let_go(ngx_http_prefix_route_index_t *idx,
 
 static ngx_http_prefix_route_peer_t *
 ngx_http_prefix_route_index_unlist(ngx_http_prefix_route_index_t *idx,
-    uint32_t oldest, size_t len)
+    size_t len)
 {
     ngx_uint_t                     k, slot, pass;
     ngx_http_prefix_route_sh_t    *sh;
@@ -918,7 +1034,12 @@ ngx_http_prefix_route_index_unlist(ngx_http_prefix_route_index_t *idx,
                 continue;
             }
 
-            if (peer->views || (peer->fixed && peer->fixed >= oldest)) {
+            if (peer->views
+                || (peer->fixed
+                    && ngx_http_prefix_route_index_runs(&sh->running,
+                                          ngx_min(peer->first, peer->fixed),
+                                          peer->fixed)))
+            {
                 continue;
             }
 
@@ -999,7 +1120,8 @@ ngx_http_prefix_route_index_loosen(ngx_http_prefix_route_index_t *idx,
 
 static void
 ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_peer_t *peer, ngx_str_t *name, uint32_t hash)
+    ngx_http_prefix_route_peer_t *peer, ngx_str_t *name, uint32_t hash,
+    ngx_http_prefix_route_reuse_t *reuse)
 {
     peer->stale = 0;
     peer->over = 0;
@@ -1023,6 +1145,7 @@ ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
 
     peer->views = 0;
     peer->loose = 0;
+    peer->fixed = 0;
     peer->epoch++;
 
     /* the charts' sums of the engines' usage go on from where they were */
@@ -1038,6 +1161,11 @@ ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
 
     ngx_rbtree_delete(&idx->sh->names, &peer->sn.node);
     ngx_http_prefix_route_kill_point();
+
+    if (reuse->after == &peer->queue) {
+        reuse->after = ngx_queue_prev(&peer->queue);
+    }
+
     ngx_queue_remove(&peer->queue);
     ngx_http_prefix_route_kill_point();
 
@@ -1058,6 +1186,13 @@ ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
 
     ngx_rbtree_insert(&idx->sh->names, &peer->sn.node);
     ngx_http_prefix_route_kill_point();
+
+    /*
+     * before "named": a kill between leaves the range from the lower of
+     * the two (ngx_http_prefix_route_index_peer()), never a narrower one
+     */
+
+    peer->first = idx->gen;
     ngx_http_prefix_route_index_named(idx, peer, idx->gen);
 
     idx->sh->naming = 0;

@@ -244,7 +244,11 @@ typedef struct {
     uint32_t                         epoch;     /* its reuses: a request
                                                    or probe that took it
                                                    before checks it */
-    size_t                           room;      /* bytes for the name */
+    uint32_t                         room;      /* bytes for the name */
+    uint32_t                         first;     /* the oldest
+                                                   configuration naming it
+                                                   since it was made or
+                                                   reused */
     u_char                           name[1];   /* e.g. addr:port, of
                                                    sn.str.len bytes */
 } ngx_http_prefix_route_peer_t;
@@ -276,6 +280,21 @@ typedef struct {
     ngx_pid_t                        pid;       /* 0: a free entry */
     uint32_t                         gen;       /* its configuration */
 } ngx_http_prefix_route_proc_t;
+
+
+/*
+ * The configurations that may still run, by their numbers in the zone, as
+ * the master found them at its last reload
+ * (ngx_http_prefix_route_index_running()): no process ever goes back to
+ * an older one, so the set stays true until the next
+ */
+typedef struct {
+    uint32_t                         from;      /* this one and every newer
+                                                   one; 0: all */
+    uint32_t                         n;
+    uint32_t                         gens[NGX_HTTP_PREFIX_ROUTE_PROCS + 1];
+                                                /* older ones, ascending */
+} ngx_http_prefix_route_running_t;
 
 
 /* models whose bytes per token the zone learns, at most */
@@ -429,13 +448,10 @@ typedef struct {
     uint32_t                         floor;     /* the oldest configuration
                                                    of a process that found
                                                    no entry; 0: none */
-    uint32_t                         unused;    /* the oldest configuration
-                                                   running at the master's
-                                                   last reload: records
-                                                   only older ones named
-                                                   are free to reuse, in
-                                                   the workers too */
     ngx_http_prefix_route_proc_t     procs[NGX_HTTP_PREFIX_ROUTE_PROCS];
+    ngx_http_prefix_route_running_t  running;   /* a record none of them
+                                                   names is free to reuse,
+                                                   in the workers too */
 
     /* the engines' usage counted by records since reused, for the charts */
     uint64_t                         gone_prompt;   /* tokens */
@@ -532,16 +548,18 @@ ngx_int_t ngx_http_prefix_route_index_lock_master(
     ngx_http_prefix_route_index_t *idx, ngx_log_t *log);
 
 /*
- * The oldest configuration a process may still run, by its number in the
- * zone: the master's own ("running", 0: none) and those of the children
- * the master has not reaped, as they entered them
- * (ngx_http_prefix_route_index_enter()).  Runs in the master on a reload;
- * the caller holds the zone mutex, under which children enter.  Returns
- * 0, so that no record is reused: outside a master process, and while a
- * child has not entered yet (a worker forked by an earlier reload may
- * still be starting).
+ * The configurations a process may still run, by their numbers in the
+ * zone: the master's own ("running", 0: none), those of the children the
+ * master has not reaped, as they entered them
+ * (ngx_http_prefix_route_index_enter()), and idx->gen's and newer ones.
+ * Runs in the master on a reload; the caller holds the zone mutex, under
+ * which children enter.  Returns NGX_OK, the set in sh->running; or
+ * NGX_DECLINED, sh->running left as it was (true still, if it reuses
+ * fewer records): outside a master process, and while a child has not
+ * entered yet (a worker forked by an earlier reload may still be
+ * starting).
  */
-uint32_t ngx_http_prefix_route_index_oldest(
+ngx_int_t ngx_http_prefix_route_index_running(
     ngx_http_prefix_route_index_t *idx, uint32_t running);
 
 /*
@@ -555,23 +573,34 @@ uint32_t ngx_http_prefix_route_index_oldest(
 void ngx_http_prefix_route_index_enter(ngx_http_prefix_route_index_t *idx);
 void ngx_http_prefix_route_index_leave(ngx_http_prefix_route_index_t *idx);
 
+/* a walk for records to reuse, under one hold of the zone mutex */
+typedef struct {
+    ngx_queue_t                     *after;     /* the records of sh->peers
+                                                   up to it may be named
+                                                   by a running
+                                                   configuration; NULL:
+                                                   none known */
+    ngx_uint_t                       reused;    /* records reused */
+} ngx_http_prefix_route_reuse_t;
+
 /*
  * Finds the shared record of the peer named "name" (a tree by name,
  * nginx's ngx_str_rbtree), marks it named by the configuration idx->gen,
  * or creates it.  Before it takes a new slot or memory it reuses a record
- * that only configurations older than "oldest"
- * (ngx_http_prefix_route_index_oldest()) named, else one that every
- * worker's view of "resolve" lists let go (sh->loose) with no request in
- * flight there and no running configuration naming it in a "server" line
- * ("fixed" 0 or older than "oldest"): its counters start at 0, its epoch
- * moves on, its blocks go in slices as a restarted engine's do, and
- * *reused is incremented.  The caller holds the zone mutex.  Returns NULL
- * when the zone has no record to reuse and no slot (4,095) or memory
- * left.
+ * that no configuration that may still run named (sh->running, over the
+ * record's "first" to "named": one lingering old worker keeps the
+ * records of its own configuration, not of every newer one), else one
+ * that every worker's view of "resolve" lists let go (sh->loose) with no
+ * request in flight there and no running configuration naming it in a
+ * "server" line: its counters start at 0, its epoch moves on, its blocks
+ * go in slices as a restarted engine's do, and reuse->reused is
+ * incremented.  "reuse" starts zeroed and is passed to every call under
+ * one hold of the zone mutex, which the caller holds.  Returns NULL when
+ * the zone has no record to reuse and no slot (4,095) or memory left.
  */
 ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
-    ngx_http_prefix_route_index_t *idx, ngx_str_t *name, uint32_t oldest,
-    ngx_uint_t *reused);
+    ngx_http_prefix_route_index_t *idx, ngx_str_t *name,
+    ngx_http_prefix_route_reuse_t *reuse);
 
 /*
  * "resolve": this worker's view holds the record "peer" (idx->holding, a
@@ -580,7 +609,7 @@ ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
  * all), a record no view holds going on sh->loose once no request is in
  * flight there: ..._loosen(), called when a request there ends, lists it
  * then.  The caller holds the zone mutex.  A worker killed never lets
- * go: its records wait for a reload (ngx_http_prefix_route_index_oldest()).
+ * go: its records wait for a reload (ngx_http_prefix_route_index_running()).
  */
 void ngx_http_prefix_route_index_hold(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_peer_t *peer);

@@ -255,7 +255,7 @@ bench_marked(ngx_uint_t extra)
     for (i = 0; i < extra; i++) {
         s.data = name;
         s.len = ngx_sprintf(name, "extra%ui", i) - name;
-        last = ngx_http_prefix_route_index_peer(&idx, &s, 0, &test_reused);
+        last = test_peer(&s);
     }
 
     bench_fill(0);

@@ -68,6 +68,8 @@ static ngx_uint_t test_mended_trim(ngx_http_prefix_route_peer_t *peer);
 static void test_killed_pinned(void);
 static void test_sliced(void);
 static void test_reuse(void);
+static void test_lingering(void);
+static ngx_uint_t test_running(uint32_t from, uint32_t gen0, uint32_t gen1);
 static void test_loose(void);
 static void test_named_killed(void);
 static ngx_uint_t test_named_sound(void);
@@ -108,6 +110,7 @@ main(void)
     test_killed_pinned();
     test_sliced();
     test_reuse();
+    test_lingering();
     test_loose();
     test_named_killed();
 
@@ -1058,9 +1061,7 @@ test_dropping(void)
     t = test_full();
     name_s.data = (u_char *) "peer2";
     name_s.len = 5;
-    (void) ngx_http_prefix_route_index_wipe(&idx,
-                              ngx_http_prefix_route_index_peer(&idx,
-                                                  &name_s, 0, &test_reused));
+    (void) ngx_http_prefix_route_index_wipe(&idx, test_peer(&name_s));
     evictions = idx.sh->evictions;
 
     while (idx.sh->evictions == evictions) {
@@ -2246,8 +2247,7 @@ test_sliced(void)
     test_ok(!ngx_http_prefix_route_index_ready(&idx),
             "sliced: a mend under way");
 
-    peers[2] = ngx_http_prefix_route_index_peer(&idx, &test_added, 0,
-                                                &test_reused);
+    peers[2] = test_peer(&test_added);
 
     idx.mend_steps = NGX_MAX_INT_T_VALUE;
 
@@ -2648,30 +2648,37 @@ test_reuse(void)
     ngx_processes[1].pid = -1;
     ngx_last_process = 2;
     idx.sh->procs[k].gen = 4;
+    idx.gen = 7;
 
-    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 4,
-            "a child of the master keeps its configuration running");
+    test_ok(ngx_http_prefix_route_index_running(&idx, 6) == NGX_OK
+            && test_running(7, 4, 6),
+            "a child of the master keeps its configuration running, as "
+            "the master its own and the new one does every newer");
 
     ngx_processes[1].pid = pid + 1;
 
-    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 0,
+    test_ok(ngx_http_prefix_route_index_running(&idx, 5) == NGX_DECLINED
+            && test_running(7, 4, 6),
             "a child that has not entered yet, perhaps of an older "
-            "configuration: no record is reused");
+            "configuration: the set found before is kept");
 
     ngx_processes[1].detached = 1;
 
-    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 4,
+    test_ok(ngx_http_prefix_route_index_running(&idx, 4) == NGX_OK
+            && test_running(7, 4, 0),
             "a new binary's master, with zones of its own, does not count");
 
     ngx_processes[0].exited = 1;
 
-    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 6,
+    test_ok(ngx_http_prefix_route_index_running(&idx, 6) == NGX_OK
+            && test_running(7, 6, 0),
             "nor a child that exited");
 
     ngx_processes[0].exited = 0;
     ngx_processes[0].pid = -1;
 
-    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 6,
+    test_ok(ngx_http_prefix_route_index_running(&idx, 6) == NGX_OK
+            && test_running(7, 6, 0),
             "nor one reaped, even if its pid is taken again");
 
     ngx_http_prefix_route_index_leave(&idx);
@@ -2749,7 +2756,7 @@ test_reuse(void)
     ngx_processes[0].pid = ngx_pid;
     ngx_processes[0].exited = 0;
     ngx_last_process = 1;
-    (void) ngx_http_prefix_route_index_oldest(&idx, 9);
+    (void) ngx_http_prefix_route_index_running(&idx, 9);
 
     for (k = 0, n = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
         n += (idx.sh->procs[k].pid != 0);
@@ -2768,16 +2775,115 @@ test_reuse(void)
     idx.gen = 5;
     ngx_last_process = 0;
     ngx_http_prefix_route_index_enter(&idx);
+    idx.gen = 9;
 
     test_ok(idx.sh->floor == 5
-            && ngx_http_prefix_route_index_oldest(&idx, 6) == 5,
+            && ngx_http_prefix_route_index_running(&idx, 8) == NGX_OK
+            && test_running(5, 0, 0),
             "with no entry free, the configuration of the worker left out "
-            "stays running for the zone's life");
+            "and every newer one stay running for the zone's life");
 
     ngx_process = NGX_PROCESS_SINGLE;
+    idx.sh->running.from = 0;
 
-    test_ok(ngx_http_prefix_route_index_oldest(&idx, 6) == 0,
+    test_ok(ngx_http_prefix_route_index_running(&idx, 8) == NGX_DECLINED
+            && idx.sh->running.from == 0,
             "no record is reused outside a master");
+}
+
+
+/*
+ * One old worker lingers (a long answer) while reloads name new servers:
+ * the records only the configurations between it and the running one
+ * named are reused, in one walk of the records under one hold of the
+ * mutex; its own are not, nor one it found by name since.  Until
+ * 2026-12-07 the oldest running configuration kept every newer one's
+ * records: helper-60 saw a small zone full by the 5th reload.
+ */
+
+static void
+test_lingering(void)
+{
+    ngx_str_t                      s[4];
+    ngx_uint_t                     slots;
+    ngx_http_prefix_route_peer_t  *a, *b, *c, *d, *got[4];
+    ngx_http_prefix_route_reuse_t  reuse;
+
+    test_zone(1 << 20, 0);
+
+    /* configurations 1 (lingers), 2, 3 (the master's); 4 loads */
+
+    a = test_named("10.0.1.1:8000", 1, 0);
+    b = test_named("10.0.2.1:8000", 2, 0);
+    d = test_named("10.0.2.2:8000", 2, 0);
+    c = test_named("10.0.3.1:8000", 3, 0);
+
+    idx.gen = 4;
+    idx.sh->running.from = 4;
+    idx.sh->running.n = 2;
+    idx.sh->running.gens[0] = 1;
+    idx.sh->running.gens[1] = 3;
+
+    ngx_str_set(&s[0], "10.0.4.1:8000");
+    ngx_str_set(&s[1], "10.0.1.1:8000");
+    ngx_str_set(&s[2], "10.0.4.2:8000");
+    ngx_str_set(&s[3], "10.0.4.3:8000");
+
+    slots = idx.sh->npeers;
+    ngx_memzero(&reuse, sizeof(ngx_http_prefix_route_reuse_t));
+
+    /* a new name, the lingering one's own (the walk's place), two new */
+
+    got[0] = ngx_http_prefix_route_index_peer(&idx, &s[0], &reuse);
+    got[1] = ngx_http_prefix_route_index_peer(&idx, &s[1], &reuse);
+    got[2] = ngx_http_prefix_route_index_peer(&idx, &s[2], &reuse);
+    got[3] = ngx_http_prefix_route_index_peer(&idx, &s[3], &reuse);
+
+    test_ok(got[0] == b && got[2] == d && reuse.reused == 2
+            && b->first == 4 && b->named == 4,
+            "a lingering configuration's records stay, those of the "
+            "configurations after it that no process runs are reused");
+
+    test_ok(got[1] == a && a->first == 1 && a->named == 4
+            && got[3] != c && got[3] != NULL
+            && idx.sh->npeers == slots + 1 && test_check() == 0,
+            "a record found by name in the walk keeps its place and "
+            "the walk's; with none left to reuse, a new record");
+
+    /* 1 names c too (an address of "resolve" in its old worker) */
+
+    idx.gen = 1;
+    ngx_str_set(&s[0], "10.0.3.1:8000");
+
+    test_ok(test_peer(&s[0]) == c && c->first == 1 && c->named == 3,
+            "an older configuration naming a record lowers its first");
+
+    /* 5 loads while 1 lingers and 4 runs: c is kept for 1 */
+
+    idx.gen = 5;
+    idx.sh->running.from = 5;
+    idx.sh->running.gens[1] = 4;
+    ngx_str_set(&s[0], "10.0.5.1:8000");
+    slots = idx.sh->npeers;
+
+    test_ok(test_peer(&s[0]) != c && idx.sh->npeers == slots + 1,
+            "nor is a record an older running configuration named since");
+}
+
+
+/* 1 if sh->running is "from" on and gen0, gen1 before (0: none) */
+
+static ngx_uint_t
+test_running(uint32_t from, uint32_t gen0, uint32_t gen1)
+{
+    ngx_http_prefix_route_running_t  *run;
+
+    run = &idx.sh->running;
+
+    return run->from == from
+           && run->n == (uint32_t) ((gen0 != 0) + (gen1 != 0))
+           && (gen0 == 0 || run->gens[0] == gen0)
+           && (gen1 == 0 || run->gens[1] == gen1);
 }
 
 
@@ -3056,6 +3162,8 @@ test_named(char *name, uint32_t gen, uint32_t oldest)
     s.data = (u_char *) name;
     s.len = ngx_strlen(name);
     idx.gen = gen;
+    idx.sh->running.from = oldest;
+    idx.sh->running.n = 0;
 
-    return ngx_http_prefix_route_index_peer(&idx, &s, oldest, &test_reused);
+    return test_peer(&s);
 }

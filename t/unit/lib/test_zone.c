@@ -147,10 +147,24 @@ test_zone(size_t size, ngx_uint_t npeers_)
     for (i = 0; i < npeers; i++) {
         s.data = name;
         s.len = ngx_sprintf(name, "peer%ui", i) - name;
-        peers[i] = ngx_http_prefix_route_index_peer(&idx, &s, 0,
-                                                    &test_reused);
+        peers[i] = test_peer(&s);
         pos[peers[i]->slot] = i;
     }
+}
+
+
+ngx_http_prefix_route_peer_t *
+test_peer(ngx_str_t *name)
+{
+    ngx_http_prefix_route_reuse_t  reuse;
+    ngx_http_prefix_route_peer_t  *peer;
+
+    ngx_memzero(&reuse, sizeof(ngx_http_prefix_route_reuse_t));
+
+    peer = ngx_http_prefix_route_index_peer(&idx, name, &reuse);
+    test_reused += reuse.reused;
+
+    return peer;
 }
 
 

@@ -26,6 +26,12 @@
 void test_zone_process(ngx_uint_t log_level);
 void test_zone(size_t size, ngx_uint_t npeers);
 
+/*
+ * The record of the server "name" (ngx_http_prefix_route_index_peer(), a
+ * hold of the mutex of its own), counting reuses in test_reused.
+ */
+ngx_http_prefix_route_peer_t *test_peer(ngx_str_t *name);
+
 
 extern ngx_log_t                       test_log;
 extern ngx_pool_t                     *test_pool;
