@@ -88,6 +88,13 @@
  */
 #define NGX_HTTP_PREFIX_ROUTE_MEND_LATE     5000000
 
+
+/* the first "prefix_route_status", for the check that it has a zone to show */
+typedef struct {
+    u_char                             *status_file;
+    ngx_uint_t                          status_line;  /* 0: none */
+} ngx_http_prefix_route_main_conf_t;
+
 typedef struct {
     /* the round robin data first: the balancer falls back to it */
     ngx_http_upstream_rr_peer_data_t    rrp;
@@ -312,6 +319,7 @@ static uint64_t ngx_http_prefix_route_ids(ngx_http_prefix_route_ctx_t *ctx,
 static void ngx_http_prefix_route_model_name(u_char *dst, u_char *src,
     size_t len, uint64_t model);
 
+static void *ngx_http_prefix_route_create_main_conf(ngx_conf_t *cf);
 static void *ngx_http_prefix_route_create_conf(ngx_conf_t *cf);
 static char *ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
@@ -365,7 +373,7 @@ static ngx_http_module_t  ngx_http_prefix_route_module_ctx = {
     ngx_http_prefix_route_add_variables,   /* preconfiguration */
     ngx_http_prefix_route_check,           /* postconfiguration */
 
-    NULL,                                  /* create main configuration */
+    ngx_http_prefix_route_create_main_conf, /* create main configuration */
     NULL,                                  /* init main configuration */
 
     ngx_http_prefix_route_create_conf,     /* create server configuration */
@@ -3400,13 +3408,15 @@ ngx_http_prefix_route_variable(ngx_http_request_t *r,
 static ngx_int_t
 ngx_http_prefix_route_check(ngx_conf_t *cf)
 {
-    ngx_uint_t                         i;
-    ngx_http_upstream_srv_conf_t     **uscfp;
-    ngx_http_upstream_main_conf_t     *umcf;
-    ngx_http_prefix_route_srv_conf_t  *prcf;
+    ngx_uint_t                          i, zones;
+    ngx_http_upstream_srv_conf_t      **uscfp;
+    ngx_http_upstream_main_conf_t      *umcf;
+    ngx_http_prefix_route_srv_conf_t   *prcf;
+    ngx_http_prefix_route_main_conf_t  *pmcf;
 
     umcf = ngx_http_conf_get_module_main_conf(cf, ngx_http_upstream_module);
     uscfp = umcf->upstreams.elts;
+    zones = 0;
 
     for (i = 0; i < umcf->upstreams.nelts; i++) {
 
@@ -3417,6 +3427,8 @@ ngx_http_prefix_route_check(ngx_conf_t *cf)
 
         prcf = ngx_http_conf_upstream_srv_conf(uscfp[i],
                                                ngx_http_prefix_route_module);
+
+        zones += (prcf->shm_zone != NULL);
 
         if (prcf->salt && prcf->shm_zone == NULL) {
             ngx_log_error(NGX_LOG_EMERG, cf->log, 0,
@@ -3446,6 +3458,18 @@ ngx_http_prefix_route_check(ngx_conf_t *cf)
                           uscfp[i]->line);
             return NGX_ERROR;
         }
+    }
+
+    /* a page of no upstream: a typo'd or forgotten "prefix_route" line */
+
+    pmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_prefix_route_module);
+
+    if (zones == 0 && pmcf->status_line) {
+        ngx_log_error(NGX_LOG_WARN, cf->log, 0,
+                      "\"prefix_route_status\" in %s:%ui has nothing to "
+                      "show: no upstream has \"prefix_route\"",
+                      pmcf->status_file, pmcf->status_line);
     }
 
     ngx_http_next_body_filter = ngx_http_top_body_filter;
@@ -4031,6 +4055,15 @@ ngx_http_prefix_route_model_name(u_char *dst, u_char *src, size_t len,
     }
 
     dst[i] = '\0';
+}
+
+
+/* Returns the main configuration, zeroed, or NULL without memory. */
+
+static void *
+ngx_http_prefix_route_create_main_conf(ngx_conf_t *cf)
+{
+    return ngx_pcalloc(cf->pool, sizeof(ngx_http_prefix_route_main_conf_t));
 }
 
 
@@ -4777,10 +4810,19 @@ ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 static char *
 ngx_http_prefix_route_status(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
 {
-    ngx_http_core_loc_conf_t  *clcf;
+    ngx_http_core_loc_conf_t           *clcf;
+    ngx_http_prefix_route_main_conf_t  *pmcf;
 
     clcf = ngx_http_conf_get_module_loc_conf(cf, ngx_http_core_module);
     clcf->handler = ngx_http_prefix_route_status_handler;
+
+    pmcf = ngx_http_conf_get_module_main_conf(cf,
+                                              ngx_http_prefix_route_module);
+
+    if (pmcf->status_line == 0) {
+        pmcf->status_file = cf->conf_file->file.name.data;
+        pmcf->status_line = cf->conf_file->line;
+    }
 
     return NGX_CONF_OK;
 }

@@ -838,3 +838,31 @@ upstream llm {
 --- must_die
 --- error_log
 resolving names at run time requires upstream "llm"
+
+
+
+=== TEST 74: a status page where no upstream has prefix_route: nginx warns, naming the page, and the page lists none
+--- http_config
+upstream llm {
+    server 127.0.0.1:1;
+}
+--- config
+location = /status { prefix_route_status; }
+--- request
+GET /status
+--- response_body_like: ^\{"upstreams":\[\],
+--- error_log eval
+qr/\[warn\] .*"prefix_route_status" in \S+nginx\.conf:\d+ has nothing to show: no upstream has "prefix_route"/
+
+
+
+=== TEST 75: the same page with a prefix_route upstream: no warning
+--- http_config eval: ::upstream("zone=llm:1m", 1)
+--- config
+location = /status { prefix_route_status; }
+--- request
+GET /status
+--- response_body_like: ^\{"upstreams":\[\{
+--- no_error_log
+has nothing to show
+[error]

@@ -155,6 +155,7 @@ our @EXPORT = qw(
 my $Started;            # nginx was started by this process
 my @Served;             # valgrind mode: the blocks the running nginx served
 my $ErrLogPos = 0;      # error.log bytes already checked
+my $StartOut = '';      # what nginx printed as it started, not checked yet
 
 sub fmt_str ($) {
     my $s = shift;
@@ -451,12 +452,16 @@ sub check_response_body ($$$$$) {
 
 # -- logs -------------------------------------------------------------------------
 
-# the lines of error.log not checked yet
+# the lines of error.log not checked yet, after those nginx printed as it
+# started (Debian's nginx prints the warnings of its configuration on
+# stderr before it opens error.log)
 sub error_log_lines () {
     sleep $Sleep * 3;     # let nginx log the end of the request
-    open my $in, '<', $ErrLogFile or return [];
+    my @lines = split /^/m, $StartOut;
+    $StartOut = '';
+    open my $in, '<', $ErrLogFile or return \@lines;
     seek $in, $ErrLogPos, 0 if $ErrLogPos > 0;
-    my @lines = <$in>;
+    push @lines, <$in>;
     $ErrLogPos = tell $in;
     close $in;
     return \@lines;
@@ -542,6 +547,7 @@ sub start_nginx () {
         my ($status, $stderr) = run_nginx(1);     # under valgrind if asked
         $Started = 1;
         if ($status == 0) {
+            $StartOut = $stderr;
             wait_for_pid_file();
             return undef;
         }
