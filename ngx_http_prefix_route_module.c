@@ -1010,7 +1010,7 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     size_t                             len;
     ngx_int_t                          rc;
     ngx_str_t                         *names, *first;
-    ngx_uint_t                         b, i, nworkers, roomless;
+    ngx_uint_t                         b, i, nworkers, roomless, pass;
     ngx_core_conf_t                   *ccf;
     ngx_slab_pool_t                   *shpool;
     ngx_http_upstream_rr_peer_t       *peer;
@@ -1143,34 +1143,59 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     (void) ngx_http_prefix_route_index_running(&prcf->index,
                                                oprcf ? oprcf->index.gen : 0);
 
-    for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
-    {
-        for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+    /*
+     * the servers the zone knows first: one that comes back finds its own
+     * record before another new server may be given it
+     */
 
-            prcf->shared[b][i] = ngx_http_prefix_route_index_peer(
-                                                  &prcf->index, &peer->name,
-                                                  &reuse);
+    for (pass = 0; pass < 2; pass++) {
 
-            if (prcf->shared[b][i] == NULL) {
-                if (roomless++ == 0) {
-                    first = &peer->name;
+        for (b = 0, peers = prcf->peers;
+             peers != NULL;
+             b++, peers = peers->next)
+        {
+            for (peer = peers->peer, i = 0;
+                 peer != NULL;
+                 peer = peer->next, i++)
+            {
+                if (prcf->shared[b][i] != NULL) {
+                    continue;
                 }
 
+                prcf->shared[b][i] = pass
+                    ? ngx_http_prefix_route_index_peer(&prcf->index,
+                                                       &peer->name, &reuse)
+                    : ngx_http_prefix_route_index_find(&prcf->index,
+                                                       &peer->name);
+
+                if (prcf->shared[b][i] == NULL) {
+                    if (pass && roomless++ == 0) {
+                        first = &peer->name;
+                    }
+
+                    continue;
+                }
+
+                /* not given to another address while this one runs */
+
+                prcf->shared[b][i]->fixed = prcf->index.gen;
+            }
+        }
+
+        for (i = 0; names != NULL && i < prcf->peers->number; i++) {
+
+            if (prcf->vshared[i] != NULL) {
                 continue;
             }
 
-            /* not given to another address while this configuration runs */
+            prcf->vshared[i] = pass
+                ? ngx_http_prefix_route_index_peer(&prcf->index, &names[i],
+                                                   &reuse)
+                : ngx_http_prefix_route_index_find(&prcf->index, &names[i]);
 
-            prcf->shared[b][i]->fixed = prcf->index.gen;
-        }
-    }
-
-    for (i = 0; names != NULL && i < prcf->peers->number; i++) {
-        prcf->vshared[i] = ngx_http_prefix_route_index_peer(&prcf->index,
-                                                            &names[i],
-                                                            &reuse);
-        if (prcf->vshared[i] != NULL) {
-            prcf->vshared[i]->fixed = prcf->index.gen;
+            if (prcf->vshared[i] != NULL) {
+                prcf->vshared[i]->fixed = prcf->index.gen;
+            }
         }
     }
 
@@ -1549,7 +1574,7 @@ ngx_http_prefix_route_follow_records(ngx_http_prefix_route_srv_conf_t *prcf,
                                             + NGX_SOCKADDR_STRLEN];
     size_t                           size;
     ngx_str_t                       *names, name;
-    ngx_uint_t                       b, i, k, config, capacity;
+    ngx_uint_t                       b, i, k, pass, config, capacity;
     ngx_http_upstream_rr_peer_t     *peer;
     ngx_http_prefix_route_reuse_t    reuse;
     ngx_http_upstream_rr_peers_t    *list;
@@ -1608,12 +1633,29 @@ ngx_http_prefix_route_follow_records(ngx_http_prefix_route_srv_conf_t *prcf,
 
     ngx_shmtx_lock(&idx->shpool->mutex);
 
-    for (k = 0; k < unknown; k++) {
-        made[k] = ngx_http_prefix_route_index_peer(idx, &names[k], &reuse);
-        if (made[k] != NULL) {
+    /* the names the zone knows first, as at a reload */
+
+    for (pass = 0; pass < 2; pass++) {
+        for (k = 0; k < unknown; k++) {
+
+            if (pass == 0) {
+                made[k] = ngx_http_prefix_route_index_find(idx, &names[k]);
+
+            } else if (made[k] == NULL) {
+                made[k] = ngx_http_prefix_route_index_peer(idx, &names[k],
+                                                           &reuse);
+
+            } else {
+                continue;
+            }
+
+            if (made[k] == NULL) {
+                continue;
+            }
+
             ngx_http_prefix_route_index_capacity(idx, made[k], capacity);
 
-            /* held before the view has it: no other address takes it */
+            /* held at once: no other address takes it, in this hold too */
 
             ngx_http_prefix_route_index_hold(idx, made[k]);
         }

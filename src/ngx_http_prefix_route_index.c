@@ -188,9 +188,16 @@ static ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_unlist(
     ngx_http_prefix_route_index_t *idx, size_t len);
 static void ngx_http_prefix_route_index_relist(
     ngx_http_prefix_route_index_t *idx);
+static ngx_uint_t ngx_http_prefix_route_index_free(
+    ngx_http_prefix_route_sh_t *sh, ngx_http_prefix_route_peer_t *peer);
+static void ngx_http_prefix_route_index_spares(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_reuse_t *reuse);
+static ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_spare(
+    ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_reuse_t *reuse,
+    size_t len);
 static void ngx_http_prefix_route_index_reuse(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
-    ngx_str_t *name, uint32_t hash, ngx_http_prefix_route_reuse_t *reuse);
+    ngx_str_t *name, uint32_t hash);
 static void ngx_http_prefix_route_index_named(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_peer_t *peer,
     uint32_t gen);
@@ -292,8 +299,10 @@ ngx_http_prefix_route_index_scratch(ngx_http_prefix_route_index_t *idx,
 {
     idx->chain = ngx_palloc(pool,
                             nblocks * sizeof(ngx_http_prefix_route_entry_t *));
+    idx->spare = ngx_palloc(pool, NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS
+                                  * sizeof(ngx_http_prefix_route_peer_t *));
 
-    return idx->chain ? NGX_OK : NGX_ERROR;
+    return (idx->chain && idx->spare) ? NGX_OK : NGX_ERROR;
 }
 
 
@@ -458,7 +467,9 @@ ngx_http_prefix_route_index_running(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_proc_t     *p;
     ngx_http_prefix_route_running_t  *run;
 
-    if (ngx_process != NGX_PROCESS_MASTER || running == 0) {
+    if (ngx_process != NGX_PROCESS_MASTER
+        || (running == 0 && idx->gen != 1))
+    {
         return NGX_DECLINED;
     }
 
@@ -503,6 +514,30 @@ ngx_http_prefix_route_index_running(ngx_http_prefix_route_index_t *idx,
             }
         }
 
+        if (k < NGX_HTTP_PREFIX_ROUTE_PROCS) {
+            continue;
+        }
+
+        /*
+         * a child running at the zone's first configuration is of an
+         * older one, without the zone (renamed or resized), and never
+         * enters: it is entered here as a configuration that names no
+         * record (0), or a worker of it lingering would keep every record
+         * from reuse (helper-62)
+         */
+
+        if (idx->gen != 1) {
+            return NGX_DECLINED;
+        }
+
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+            if (idx->sh->procs[k].pid == 0) {
+                idx->sh->procs[k].gen = 0;
+                idx->sh->procs[k].pid = c->pid;
+                break;
+            }
+        }
+
         if (k == NGX_HTTP_PREFIX_ROUTE_PROCS) {
             return NGX_DECLINED;
         }
@@ -531,6 +566,10 @@ ngx_http_prefix_route_index_running(ngx_http_prefix_route_index_t *idx,
 
         } else {
             gen = running;
+        }
+
+        if (gen == 0) {
+            continue;
         }
 
         for (n = 0; n < run->n && gens[n] < gen; n++) {
@@ -602,6 +641,152 @@ ngx_http_prefix_route_index_runs(ngx_http_prefix_route_running_t *run,
     }
 
     return lo < run->n && run->gens[lo] <= last;
+}
+
+
+/*
+ * 1 if "peer" may be reused: no configuration that may run named it since
+ * it was made or reused (a kill between the two stores of a reuse leaves
+ * "first" above "named": the range is taken from the lower).  The caller
+ * holds the zone mutex.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_index_free(ngx_http_prefix_route_sh_t *sh,
+    ngx_http_prefix_route_peer_t *peer)
+{
+    return !ngx_http_prefix_route_index_runs(&sh->running,
+                                       ngx_min(peer->first, peer->named),
+                                       peer->named);
+}
+
+
+/*
+ * Lists in idx->spare, oldest first, the records free to reuse, in one
+ * walk of sh->peers for a hold of the zone mutex: those a lingering old
+ * configuration names stay at its head, and a walk for each new server
+ * would pass them all each time.  Each record is put in the class of the
+ * longest name it has room for, of at most NGX_HTTP_PREFIX_ROUTE_ROOMS
+ * (a record's room is one of a few sizes of the slab allocator); one
+ * shorter than every class is left out.  The caller holds the mutex.
+ */
+
+static void
+ngx_http_prefix_route_index_spares(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_reuse_t *reuse)
+{
+    ngx_uint_t                     c, k;
+    ngx_queue_t                   *q;
+    ngx_http_prefix_route_sh_t    *sh;
+    ngx_http_prefix_route_peer_t  *peer;
+
+    sh = idx->sh;
+    reuse->listed = 1;
+
+    for (q = ngx_queue_head(&sh->peers);
+         q != ngx_queue_sentinel(&sh->peers)
+         && reuse->nspare < NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS;
+         q = ngx_queue_next(q))
+    {
+        peer = ngx_queue_data(q, ngx_http_prefix_route_peer_t, queue);
+
+        if (peer->named >= sh->running.from) {
+            break;
+        }
+
+        if (!ngx_http_prefix_route_index_free(sh, peer)) {
+            continue;
+        }
+
+        idx->spare[reuse->nspare++] = peer;
+
+        /* a class for each room seen, in order, while there is one left */
+
+        for (c = 0; c < reuse->nrooms && reuse->room[c] < peer->room; c++) {
+            /* void */
+        }
+
+        if ((c < reuse->nrooms && reuse->room[c] == peer->room)
+            || reuse->nrooms == NGX_HTTP_PREFIX_ROUTE_ROOMS)
+        {
+            continue;
+        }
+
+        for (k = reuse->nrooms; k > c; k--) {
+            reuse->room[k] = reuse->room[k - 1];
+        }
+
+        reuse->room[c] = peer->room;
+        reuse->nrooms++;
+    }
+}
+
+
+/*
+ * The oldest record of idx->spare that a name of "len" bytes fits in and
+ * that is still free (a record found by name since, or reused by way of
+ * sh->loose, is not), taken off the list; or NULL.  Each class's place
+ * in the list only moves on: O(classes x records) for a hold of the
+ * mutex.  The caller holds the mutex.
+ */
+
+static ngx_http_prefix_route_peer_t *
+ngx_http_prefix_route_index_spare(ngx_http_prefix_route_index_t *idx,
+    ngx_http_prefix_route_reuse_t *reuse, size_t len)
+{
+    ngx_uint_t                     c, k, best, i;
+    ngx_http_prefix_route_peer_t  *peer;
+
+    for ( ;; ) {
+        best = reuse->nspare;
+
+        for (c = 0; c < reuse->nrooms; c++) {
+
+            if (reuse->room[c] < len) {
+                continue;
+            }
+
+            /* the class's next: a record whose room's class is c */
+
+            for (i = reuse->next[c]; i < reuse->nspare; i++) {
+                peer = idx->spare[i];
+
+                if (peer == NULL || peer->room < reuse->room[c]) {
+                    continue;
+                }
+
+                for (k = c + 1;
+                     k < reuse->nrooms && reuse->room[k] <= peer->room;
+                     k++)
+                {
+                    /* void */
+                }
+
+                if (k == c + 1) {
+                    break;
+                }
+            }
+
+            reuse->next[c] = i;
+
+            if (i < best) {
+                best = i;
+            }
+        }
+
+        if (best == reuse->nspare) {
+            return NULL;
+        }
+
+        peer = idx->spare[best];
+        idx->spare[best] = NULL;
+
+        if (peer->named < idx->sh->running.from
+            && ngx_http_prefix_route_index_free(idx->sh, peer))
+        {
+            return peer;
+        }
+    }
 }
 
 
@@ -712,91 +897,78 @@ ngx_http_prefix_route_index_leave(ngx_http_prefix_route_index_t *idx)
 
 
 ngx_http_prefix_route_peer_t *
-ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
-    ngx_str_t *name, ngx_http_prefix_route_reuse_t *reuse)
+ngx_http_prefix_route_index_find(ngx_http_prefix_route_index_t *idx,
+    ngx_str_t *name)
 {
-    size_t                          size, cells, alloc;
-    uint32_t                        hash;
-    ngx_uint_t                      head;
-    ngx_queue_t                    *q;
     ngx_str_node_t                 *sn;
     ngx_http_prefix_route_sh_t     *sh;
-    ngx_http_prefix_route_peer_t   *peer, **slots, **old;
+    ngx_http_prefix_route_peer_t   *peer;
 
     sh = idx->sh;
 
     if (sh->naming) {
         ngx_http_prefix_route_index_rename(idx);
-        reuse->after = NULL;
     }
 
-    hash = ngx_crc32_short(name->data, name->len);
+    sn = ngx_str_rbtree_lookup(&sh->names, name,
+                               ngx_crc32_short(name->data, name->len));
+    if (sn == NULL) {
+        return NULL;
+    }
 
-    sn = ngx_str_rbtree_lookup(&sh->names, name, hash);
+    peer = (ngx_http_prefix_route_peer_t *) sn;
 
-    if (sn != NULL) {
-        peer = (ngx_http_prefix_route_peer_t *) sn;
+    /* lowered first: the record is taken to be named from then on */
 
-        /* lowered first: the record is taken to be named from then on */
+    if (idx->gen < peer->first) {
+        peer->first = idx->gen;
+    }
 
-        if (idx->gen < peer->first) {
-            peer->first = idx->gen;
-        }
+    if (peer->named < idx->gen) {
+        sh->naming = 1;
+        ngx_queue_remove(&peer->queue);
+        ngx_http_prefix_route_kill_point();
+        ngx_http_prefix_route_index_named(idx, peer, idx->gen);
+        sh->naming = 0;
+    }
 
-        if (peer->named < idx->gen) {
-            if (reuse->after == &peer->queue) {
-                reuse->after = ngx_queue_prev(&peer->queue);
-            }
+    return peer;
+}
 
-            sh->naming = 1;
-            ngx_queue_remove(&peer->queue);
-            ngx_http_prefix_route_kill_point();
-            ngx_http_prefix_route_index_named(idx, peer, idx->gen);
-            sh->naming = 0;
-        }
 
+ngx_http_prefix_route_peer_t *
+ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
+    ngx_str_t *name, ngx_http_prefix_route_reuse_t *reuse)
+{
+    size_t                          size, cells, alloc;
+    uint32_t                        hash;
+    ngx_http_prefix_route_sh_t     *sh;
+    ngx_http_prefix_route_peer_t   *peer, **slots, **old;
+
+    peer = ngx_http_prefix_route_index_find(idx, name);
+    if (peer != NULL) {
         return peer;
     }
+
+    sh = idx->sh;
+    hash = ngx_crc32_short(name->data, name->len);
 
     /*
      * a record no running configuration names goes before a new one:
      * records stay as many as the running configurations name, not one a
-     * server a deploy of new addresses ever brought; the oldest come
-     * first.  Those a running configuration names stay at the head while
-     * one lingers: the walk of this hold of the mutex goes on after them
+     * server a deploy of new addresses ever brought; the oldest come first
      */
 
-    head = 1;
+    if (!reuse->listed) {
+        ngx_http_prefix_route_index_spares(idx, reuse);
+    }
 
-    for (q = ngx_queue_next(reuse->after ? reuse->after
-                                         : ngx_queue_sentinel(&sh->peers));
-         q != ngx_queue_sentinel(&sh->peers);
-         q = ngx_queue_next(q))
-    {
-        peer = ngx_queue_data(q, ngx_http_prefix_route_peer_t, queue);
+    peer = ngx_http_prefix_route_index_spare(idx, reuse, name->len);
 
-        if (peer->named >= sh->running.from) {
-            break;
-        }
-
-        if (ngx_http_prefix_route_index_runs(&sh->running,
-                                    ngx_min(peer->first, peer->named),
-                                    peer->named))
-        {
-            if (head) {
-                reuse->after = q;
-            }
-
-            continue;
-        }
-
-        head = 0;
-
-        if (peer->room >= name->len) {
-            ngx_http_prefix_route_index_reuse(idx, peer, name, hash, reuse);
-            reuse->reused++;
-            return peer;
-        }
+    if (peer != NULL) {
+        ngx_http_prefix_route_index_reuse(idx, peer, name, hash);
+        reuse->reused++;
+        return peer;
     }
 
     /*
@@ -810,7 +982,7 @@ ngx_http_prefix_route_index_peer(ngx_http_prefix_route_index_t *idx,
     peer = ngx_http_prefix_route_index_unlist(idx, name->len);
 
     if (peer != NULL) {
-        ngx_http_prefix_route_index_reuse(idx, peer, name, hash, reuse);
+        ngx_http_prefix_route_index_reuse(idx, peer, name, hash);
         reuse->reused++;
         return peer;
     }
@@ -1120,8 +1292,7 @@ ngx_http_prefix_route_index_loosen(ngx_http_prefix_route_index_t *idx,
 
 static void
 ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
-    ngx_http_prefix_route_peer_t *peer, ngx_str_t *name, uint32_t hash,
-    ngx_http_prefix_route_reuse_t *reuse)
+    ngx_http_prefix_route_peer_t *peer, ngx_str_t *name, uint32_t hash)
 {
     peer->stale = 0;
     peer->over = 0;
@@ -1161,11 +1332,6 @@ ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
 
     ngx_rbtree_delete(&idx->sh->names, &peer->sn.node);
     ngx_http_prefix_route_kill_point();
-
-    if (reuse->after == &peer->queue) {
-        reuse->after = ngx_queue_prev(&peer->queue);
-    }
-
     ngx_queue_remove(&peer->queue);
     ngx_http_prefix_route_kill_point();
 

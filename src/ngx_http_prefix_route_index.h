@@ -503,6 +503,10 @@ typedef struct {
     ngx_uint_t                       share;     /* tenant_share, percent;
                                                    0: no limit */
     ngx_http_prefix_route_entry_t  **chain;     /* scratch, max blocks */
+    ngx_http_prefix_route_peer_t   **spare;     /* scratch, the records
+                                                   free to reuse
+                                                   (ngx_http_prefix_route_
+                                                   index_peer()) */
     uint64_t                        *live;      /* sh->live */
     ngx_int_t                        mend_steps; /* a slice of a mend
                                                    takes at most, about;
@@ -518,7 +522,8 @@ typedef struct {
 
 /*
  * Allocates from "pool" the process's scratch for records of up to
- * "nblocks" blocks, at configuration time.  Returns NGX_OK or NGX_ERROR.
+ * "nblocks" blocks, and for the list of records free to reuse (4,095
+ * pointers), at configuration time.  Returns NGX_OK or NGX_ERROR.
  */
 ngx_int_t ngx_http_prefix_route_index_scratch(
     ngx_http_prefix_route_index_t *idx, ngx_pool_t *pool, ngx_uint_t nblocks);
@@ -552,12 +557,14 @@ ngx_int_t ngx_http_prefix_route_index_lock_master(
  * zone: the master's own ("running", 0: none), those of the children the
  * master has not reaped, as they entered them
  * (ngx_http_prefix_route_index_enter()), and idx->gen's and newer ones.
- * Runs in the master on a reload; the caller holds the zone mutex, under
- * which children enter.  Returns NGX_OK, the set in sh->running; or
- * NGX_DECLINED, sh->running left as it was (true still, if it reuses
- * fewer records): outside a master process, and while a child has not
- * entered yet (a worker forked by an earlier reload may still be
- * starting).
+ * At the zone's first configuration (idx->gen 1) the children running
+ * are of older configurations, without the zone: they are entered as
+ * naming no record.  Runs in the master on a reload; the caller holds the
+ * zone mutex, under which children enter.  Returns NGX_OK, the set in
+ * sh->running; or NGX_DECLINED, sh->running left as it was (true still,
+ * if it reuses fewer records): outside a master process, and while a
+ * child has not entered yet (a worker forked by an earlier reload may
+ * still be starting).
  */
 ngx_int_t ngx_http_prefix_route_index_running(
     ngx_http_prefix_route_index_t *idx, uint32_t running);
@@ -573,30 +580,52 @@ ngx_int_t ngx_http_prefix_route_index_running(
 void ngx_http_prefix_route_index_enter(ngx_http_prefix_route_index_t *idx);
 void ngx_http_prefix_route_index_leave(ngx_http_prefix_route_index_t *idx);
 
-/* a walk for records to reuse, under one hold of the zone mutex */
+/* room classes of the records free to reuse, ngx_http_prefix_route_reuse_t */
+#define NGX_HTTP_PREFIX_ROUTE_ROOMS        8
+
+/*
+ * The records free to reuse, listed once for a hold of the zone mutex
+ * (in idx->spare); the caller zeroes it before the first call of the
+ * hold and passes it to each
+ */
 typedef struct {
-    ngx_queue_t                     *after;     /* the records of sh->peers
-                                                   up to it may be named
-                                                   by a running
-                                                   configuration; NULL:
-                                                   none known */
+    ngx_uint_t                       listed;    /* 1 once listed */
+    ngx_uint_t                       nspare;    /* idx->spare's entries */
+    ngx_uint_t                       nrooms;
+    uint32_t                         room[NGX_HTTP_PREFIX_ROUTE_ROOMS];
+                                                /* bytes for a name, the
+                                                   least of each class,
+                                                   ascending */
+    ngx_uint_t                       next[NGX_HTTP_PREFIX_ROUTE_ROOMS];
+                                                /* each class's first entry
+                                                   not yet passed */
     ngx_uint_t                       reused;    /* records reused */
 } ngx_http_prefix_route_reuse_t;
 
 /*
  * Finds the shared record of the peer named "name" (a tree by name,
- * nginx's ngx_str_rbtree), marks it named by the configuration idx->gen,
- * or creates it.  Before it takes a new slot or memory it reuses a record
- * that no configuration that may still run named (sh->running, over the
- * record's "first" to "named": one lingering old worker keeps the
- * records of its own configuration, not of every newer one), else one
- * that every worker's view of "resolve" lists let go (sh->loose) with no
- * request in flight there and no running configuration naming it in a
- * "server" line: its counters start at 0, its epoch moves on, its blocks
- * go in slices as a restarted engine's do, and reuse->reused is
- * incremented.  "reuse" starts zeroed and is passed to every call under
- * one hold of the zone mutex, which the caller holds.  Returns NULL when
- * the zone has no record to reuse and no slot (4,095) or memory left.
+ * nginx's ngx_str_rbtree) and marks it named by the configuration
+ * idx->gen.  Returns NULL when the zone has none.  The caller holds the
+ * zone mutex.
+ */
+ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_find(
+    ngx_http_prefix_route_index_t *idx, ngx_str_t *name);
+
+/*
+ * Finds the shared record of the peer named "name"
+ * (ngx_http_prefix_route_index_find()), or creates it.  Before it takes a
+ * new slot or memory it reuses, oldest first, a record that no
+ * configuration that may still run named (sh->running, over the record's
+ * "first" to "named": one lingering old worker keeps the records of its
+ * own configuration, not of every newer one), else one that every
+ * worker's view of "resolve" lists let go (sh->loose) with no request in
+ * flight there and no running configuration naming it in a "server" line:
+ * its counters start at 0, its epoch moves on, its blocks go in slices as
+ * a restarted engine's do, and reuse->reused is incremented.  The caller
+ * holds the zone mutex, finds every name it has first (a server that
+ * comes back keeps its own record), and passes "reuse" to each call of
+ * the hold.  Returns NULL when the zone has no record to reuse and no
+ * slot (4,095) or memory left.
  */
 ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_peer(
     ngx_http_prefix_route_index_t *idx, ngx_str_t *name,

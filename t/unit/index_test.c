@@ -69,6 +69,7 @@ static void test_killed_pinned(void);
 static void test_sliced(void);
 static void test_reuse(void);
 static void test_lingering(void);
+static void test_spares(void);
 static ngx_uint_t test_running(uint32_t from, uint32_t gen0, uint32_t gen1);
 static void test_loose(void);
 static void test_named_killed(void);
@@ -111,6 +112,7 @@ main(void)
     test_sliced();
     test_reuse();
     test_lingering();
+    test_spares();
     test_loose();
     test_named_killed();
 
@@ -2681,6 +2683,25 @@ test_reuse(void)
             && test_running(7, 6, 0),
             "nor one reaped, even if its pid is taken again");
 
+    /* a zone new at a reload: the children running are of older ones */
+
+    ngx_processes[1].detached = 0;
+    idx.gen = 1;
+
+    test_ok(ngx_http_prefix_route_index_running(&idx, 0) == NGX_OK
+            && test_running(1, 0, 0),
+            "the zone's first configuration: a child that never enters, "
+            "of a configuration without the zone, names no record");
+
+    idx.gen = 2;
+
+    test_ok(ngx_http_prefix_route_index_running(&idx, 1) == NGX_OK
+            && test_running(2, 1, 0),
+            "nor does it keep the next reload from reusing records");
+
+    ngx_processes[1].pid = -1;
+    (void) ngx_http_prefix_route_index_running(&idx, 1);
+
     ngx_http_prefix_route_index_leave(&idx);
 
     test_ok(idx.sh->procs[k].pid == 0, "a worker that exits leaves");
@@ -2868,6 +2889,81 @@ test_lingering(void)
 
     test_ok(test_peer(&s[0]) != c && idx.sh->npeers == slots + 1,
             "nor is a record an older running configuration named since");
+}
+
+
+/*
+ * The records free to reuse, listed once in a hold of the mutex: a name
+ * takes the oldest that has room for it, a record found by name in the
+ * hold since is no longer free, and a name none has room for makes a new
+ * record (helper-62: a walk for each name passed every record a
+ * lingering configuration keeps, and those too short, again).
+ */
+
+static void
+test_spares(void)
+{
+    u_char                         name[3][3000];
+    ngx_str_t                      s[3];
+    ngx_uint_t                     k, slots;
+    ngx_http_prefix_route_peer_t  *a, *x, *b, *got[4];
+    ngx_http_prefix_route_reuse_t  reuse;
+
+    test_zone(1 << 20, 0);
+
+    for (k = 0; k < 3; k++) {
+        ngx_memset(name[k], 'a' + k, 3000);
+        s[k].data = name[k];
+        s[k].len = 2500 + k;
+    }
+
+    /* 1 names a short, a long and a short name (a page, two), exits */
+
+    a = test_named("10.0.0.1:80", 1, 0);
+    idx.gen = 1;
+    x = test_peer(&s[0]);
+    b = test_named("10.0.0.2:80", 1, 0);
+
+    idx.gen = 3;
+    idx.sh->running.from = 3;
+    idx.sh->running.n = 0;
+    slots = idx.sh->npeers;
+    ngx_memzero(&reuse, sizeof(ngx_http_prefix_route_reuse_t));
+
+    got[0] = ngx_http_prefix_route_index_peer(&idx, &s[1], &reuse);
+
+    ngx_str_set(&s[2], "10.0.0.2:80");
+    got[1] = ngx_http_prefix_route_index_find(&idx, &s[2]);
+
+    ngx_str_set(&s[2], "10.0.0.3:80");
+    got[2] = ngx_http_prefix_route_index_peer(&idx, &s[2], &reuse);
+
+    ngx_str_set(&s[2], "10.0.0.4:80");
+    got[3] = ngx_http_prefix_route_index_peer(&idx, &s[2], &reuse);
+
+    test_ok(a->room < 2500 && x->room >= 2502 && got[0] == x
+            && got[2] == a && reuse.reused == 2,
+            "a long name takes the one record with room for it, a short "
+            "one the oldest");
+
+    test_ok(got[1] == b && b->named == 3 && got[3] != b && got[3] != NULL
+            && idx.sh->npeers == slots + 1 && test_check() == 0,
+            "a record found by name since it was listed is not reused; "
+            "with none left, a new record");
+
+    /* a long name with only short records free: a new record */
+
+    idx.gen = 5;
+    idx.sh->running.from = 5;
+    slots = idx.sh->npeers;
+    ngx_memzero(&reuse, sizeof(ngx_http_prefix_route_reuse_t));
+    s[0].len = 2510;
+
+    got[0] = ngx_http_prefix_route_index_peer(&idx, &s[0], &reuse);
+
+    test_ok(got[0] != NULL && got[0]->room >= 2510 && reuse.reused == 1
+            && idx.sh->npeers == slots,
+            "nor is a short record given a long name: the long one is");
 }
 
 
