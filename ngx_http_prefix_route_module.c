@@ -1162,11 +1162,14 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                     continue;
                 }
 
-                prcf->shared[b][i] = pass
-                    ? ngx_http_prefix_route_index_peer(&prcf->index,
-                                                       &peer->name, &reuse)
-                    : ngx_http_prefix_route_index_find(&prcf->index,
-                                                       &peer->name);
+                if (pass == 0) {
+                    prcf->shared[b][i] = ngx_http_prefix_route_index_find(
+                                                  &prcf->index, &peer->name);
+
+                } else {
+                    prcf->shared[b][i] = ngx_http_prefix_route_index_peer(
+                                          &prcf->index, &peer->name, &reuse);
+                }
 
                 if (prcf->shared[b][i] == NULL) {
                     if (pass && roomless++ == 0) {
@@ -1188,10 +1191,14 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                 continue;
             }
 
-            prcf->vshared[i] = pass
-                ? ngx_http_prefix_route_index_peer(&prcf->index, &names[i],
-                                                   &reuse)
-                : ngx_http_prefix_route_index_find(&prcf->index, &names[i]);
+            if (pass == 0) {
+                prcf->vshared[i] = ngx_http_prefix_route_index_find(
+                                                    &prcf->index, &names[i]);
+
+            } else {
+                prcf->vshared[i] = ngx_http_prefix_route_index_peer(
+                                            &prcf->index, &names[i], &reuse);
+            }
 
             if (prcf->vshared[i] != NULL) {
                 prcf->vshared[i]->fixed = prcf->index.gen;

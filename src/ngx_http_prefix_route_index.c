@@ -190,6 +190,14 @@ static void ngx_http_prefix_route_index_relist(
     ngx_http_prefix_route_index_t *idx);
 static ngx_uint_t ngx_http_prefix_route_index_free(
     ngx_http_prefix_route_sh_t *sh, ngx_http_prefix_route_peer_t *peer);
+/*
+ * The records free to reuse, listed for one hold of a zone mutex at a
+ * time: one list a process, whatever its upstreams and configurations
+ */
+static ngx_http_prefix_route_peer_t
+    *ngx_http_prefix_route_spare[NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS];
+
+
 static void ngx_http_prefix_route_index_spares(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_reuse_t *reuse);
 static ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_spare(
@@ -299,10 +307,8 @@ ngx_http_prefix_route_index_scratch(ngx_http_prefix_route_index_t *idx,
 {
     idx->chain = ngx_palloc(pool,
                             nblocks * sizeof(ngx_http_prefix_route_entry_t *));
-    idx->spare = ngx_palloc(pool, NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS
-                                  * sizeof(ngx_http_prefix_route_peer_t *));
 
-    return (idx->chain && idx->spare) ? NGX_OK : NGX_ERROR;
+    return idx->chain ? NGX_OK : NGX_ERROR;
 }
 
 
@@ -662,13 +668,16 @@ ngx_http_prefix_route_index_free(ngx_http_prefix_route_sh_t *sh,
 
 
 /*
- * Lists in idx->spare, oldest first, the records free to reuse, in one
- * walk of sh->peers for a hold of the zone mutex: those a lingering old
- * configuration names stay at its head, and a walk for each new server
- * would pass them all each time.  Each record is put in the class of the
- * longest name it has room for, of at most NGX_HTTP_PREFIX_ROUTE_ROOMS
- * (a record's room is one of a few sizes of the slab allocator); one
- * shorter than every class is left out.  The caller holds the mutex.
+ * Lists in ngx_http_prefix_route_spare, oldest first, the records free
+ * to reuse, in one walk of sh->peers for a hold of the zone mutex: those
+ * a lingering old configuration names stay at its head, and a walk for
+ * each new server would pass them all each time.  Each record is put in
+ * the class of the largest room seen that is at most its own, of the
+ * first NGX_HTTP_PREFIX_ROUTE_ROOMS rooms seen: exact while there are no
+ * more (a record's room is one of 2-3 sizes of the slab allocator for
+ * names of addresses); beyond, a record may be offered only to shorter
+ * names than it fits, and one shorter than every class to none.  The
+ * caller holds the mutex.
  */
 
 static void
@@ -698,7 +707,7 @@ ngx_http_prefix_route_index_spares(ngx_http_prefix_route_index_t *idx,
             continue;
         }
 
-        idx->spare[reuse->nspare++] = peer;
+        ngx_http_prefix_route_spare[reuse->nspare++] = peer;
 
         /* a class for each room seen, in order, while there is one left */
 
@@ -723,11 +732,11 @@ ngx_http_prefix_route_index_spares(ngx_http_prefix_route_index_t *idx,
 
 
 /*
- * The oldest record of idx->spare that a name of "len" bytes fits in and
- * that is still free (a record found by name since, or reused by way of
- * sh->loose, is not), taken off the list; or NULL.  Each class's place
- * in the list only moves on: O(classes x records) for a hold of the
- * mutex.  The caller holds the mutex.
+ * The oldest listed record that a name of "len" bytes fits in and that
+ * is still free (a record found by name since, or reused by way of
+ * sh->loose, is not), taken off the list; or NULL.  Each class's place in
+ * the list only moves on: O(classes^2 x records) for a hold of the mutex.
+ * The caller holds the mutex.
  */
 
 static ngx_http_prefix_route_peer_t *
@@ -749,7 +758,7 @@ ngx_http_prefix_route_index_spare(ngx_http_prefix_route_index_t *idx,
             /* the class's next: a record whose room's class is c */
 
             for (i = reuse->next[c]; i < reuse->nspare; i++) {
-                peer = idx->spare[i];
+                peer = ngx_http_prefix_route_spare[i];
 
                 if (peer == NULL || peer->room < reuse->room[c]) {
                     continue;
@@ -778,8 +787,8 @@ ngx_http_prefix_route_index_spare(ngx_http_prefix_route_index_t *idx,
             return NULL;
         }
 
-        peer = idx->spare[best];
-        idx->spare[best] = NULL;
+        peer = ngx_http_prefix_route_spare[best];
+        ngx_http_prefix_route_spare[best] = NULL;
 
         if (peer->named < idx->sh->running.from
             && ngx_http_prefix_route_index_free(idx->sh, peer))
@@ -1354,8 +1363,9 @@ ngx_http_prefix_route_index_reuse(ngx_http_prefix_route_index_t *idx,
     ngx_http_prefix_route_kill_point();
 
     /*
-     * before "named": a kill between leaves the range from the lower of
-     * the two (ngx_http_prefix_route_index_peer()), never a narrower one
+     * before "named": a kill between leaves "first" above "named" of a
+     * newer configuration, the old range, free, taken from the lower
+     * (ngx_http_prefix_route_index_free()); of an older one, a wider one
      */
 
     peer->first = idx->gen;

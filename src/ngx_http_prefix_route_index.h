@@ -503,10 +503,6 @@ typedef struct {
     ngx_uint_t                       share;     /* tenant_share, percent;
                                                    0: no limit */
     ngx_http_prefix_route_entry_t  **chain;     /* scratch, max blocks */
-    ngx_http_prefix_route_peer_t   **spare;     /* scratch, the records
-                                                   free to reuse
-                                                   (ngx_http_prefix_route_
-                                                   index_peer()) */
     uint64_t                        *live;      /* sh->live */
     ngx_int_t                        mend_steps; /* a slice of a mend
                                                    takes at most, about;
@@ -522,8 +518,7 @@ typedef struct {
 
 /*
  * Allocates from "pool" the process's scratch for records of up to
- * "nblocks" blocks, and for the list of records free to reuse (4,095
- * pointers), at configuration time.  Returns NGX_OK or NGX_ERROR.
+ * "nblocks" blocks, at configuration time.  Returns NGX_OK or NGX_ERROR.
  */
 ngx_int_t ngx_http_prefix_route_index_scratch(
     ngx_http_prefix_route_index_t *idx, ngx_pool_t *pool, ngx_uint_t nblocks);
@@ -562,9 +557,10 @@ ngx_int_t ngx_http_prefix_route_index_lock_master(
  * naming no record.  Runs in the master on a reload; the caller holds the
  * zone mutex, under which children enter.  Returns NGX_OK, the set in
  * sh->running; or NGX_DECLINED, sh->running left as it was (true still,
- * if it reuses fewer records): outside a master process, and while a
- * child has not entered yet (a worker forked by an earlier reload may
- * still be starting).
+ * if it reuses fewer records): outside a master process, while a child
+ * has not entered yet (a worker forked by an earlier reload may still be
+ * starting), and at the first configuration when the zone has no free
+ * entry for such a child.
  */
 ngx_int_t ngx_http_prefix_route_index_running(
     ngx_http_prefix_route_index_t *idx, uint32_t running);
@@ -585,12 +581,12 @@ void ngx_http_prefix_route_index_leave(ngx_http_prefix_route_index_t *idx);
 
 /*
  * The records free to reuse, listed once for a hold of the zone mutex
- * (in idx->spare); the caller zeroes it before the first call of the
- * hold and passes it to each
+ * (in a list of the process, 4,095 pointers); the caller zeroes it before
+ * the first call of the hold and passes it to each
  */
 typedef struct {
     ngx_uint_t                       listed;    /* 1 once listed */
-    ngx_uint_t                       nspare;    /* idx->spare's entries */
+    ngx_uint_t                       nspare;    /* the list's entries */
     ngx_uint_t                       nrooms;
     uint32_t                         room[NGX_HTTP_PREFIX_ROUTE_ROOMS];
                                                 /* bytes for a name, the
@@ -605,7 +601,8 @@ typedef struct {
 /*
  * Finds the shared record of the peer named "name" (a tree by name,
  * nginx's ngx_str_rbtree) and marks it named by the configuration
- * idx->gen.  Returns NULL when the zone has none.  The caller holds the
+ * idx->gen (its "first" lowered to it if older).  Returns NULL when the
+ * zone has none.  The caller holds the
  * zone mutex.
  */
 ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_find(

@@ -71,6 +71,7 @@ static void test_reuse(void);
 static void test_lingering(void);
 static void test_spares(void);
 static ngx_uint_t test_running(uint32_t from, uint32_t gen0, uint32_t gen1);
+static ngx_int_t test_proc(ngx_pid_t pid);
 static void test_loose(void);
 static void test_named_killed(void);
 static ngx_uint_t test_named_sound(void);
@@ -2688,10 +2689,11 @@ test_reuse(void)
     ngx_processes[1].detached = 0;
     idx.gen = 1;
 
-    test_ok(ngx_http_prefix_route_index_running(&idx, 0) == NGX_OK
-            && test_running(1, 0, 0),
+    test_ok(test_proc(pid + 1) == -1
+            && ngx_http_prefix_route_index_running(&idx, 0) == NGX_OK
+            && test_running(1, 0, 0) && test_proc(pid + 1) == 0,
             "the zone's first configuration: a child that never enters, "
-            "of a configuration without the zone, names no record");
+            "of a configuration without the zone, names no record (0)");
 
     idx.gen = 2;
 
@@ -2853,7 +2855,7 @@ test_lingering(void)
     slots = idx.sh->npeers;
     ngx_memzero(&reuse, sizeof(ngx_http_prefix_route_reuse_t));
 
-    /* a new name, the lingering one's own (the walk's place), two new */
+    /* in one hold: a new name, the lingering one's own, two new */
 
     got[0] = ngx_http_prefix_route_index_peer(&idx, &s[0], &reuse);
     got[1] = ngx_http_prefix_route_index_peer(&idx, &s[1], &reuse);
@@ -2868,8 +2870,8 @@ test_lingering(void)
     test_ok(got[1] == a && a->first == 1 && a->named == 4
             && got[3] != c && got[3] != NULL
             && idx.sh->npeers == slots + 1 && test_check() == 0,
-            "a record found by name in the walk keeps its place and "
-            "the walk's; with none left to reuse, a new record");
+            "a record found by name in the hold is its server's, and "
+            "with none left to reuse, a new record");
 
     /* 1 names c too (an address of "resolve" in its old worker) */
 
@@ -2951,7 +2953,12 @@ test_spares(void)
             "a record found by name since it was listed is not reused; "
             "with none left, a new record");
 
-    /* a long name with only short records free: a new record */
+    /* 4 names the long record again: the short ones are older */
+
+    idx.gen = 4;
+    idx.sh->running.from = 4;
+    test_ok(ngx_http_prefix_route_index_find(&idx, &s[1]) == x,
+            "the long record is found by its name");
 
     idx.gen = 5;
     idx.sh->running.from = 5;
@@ -2961,9 +2968,25 @@ test_spares(void)
 
     got[0] = ngx_http_prefix_route_index_peer(&idx, &s[0], &reuse);
 
-    test_ok(got[0] != NULL && got[0]->room >= 2510 && reuse.reused == 1
-            && idx.sh->npeers == slots,
-            "nor is a short record given a long name: the long one is");
+    test_ok(got[0] == x && reuse.reused == 1 && idx.sh->npeers == slots,
+            "a long name passes the older short records for the long one");
+}
+
+
+/* the configuration the zone has for process "pid", -1: no entry */
+
+static ngx_int_t
+test_proc(ngx_pid_t pid)
+{
+    ngx_uint_t  k;
+
+    for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_PROCS; k++) {
+        if (idx.sh->procs[k].pid == pid) {
+            return idx.sh->procs[k].gen;
+        }
+    }
+
+    return -1;
 }
 
 
