@@ -469,7 +469,7 @@ sub run_nginx_valgrind () {
     while (1) {
         return ($?, slurp($StderrFile)) if waitpid($pid, WNOHANG) == $pid;
         my $up = nginx_pid();
-        return (0, '') if defined $up && $up == $pid;
+        return (0, slurp($StderrFile)) if defined $up && $up == $pid;
         if (time > $deadline) {
             kill 'KILL', -$pid;
             waitpid($pid, 0);
