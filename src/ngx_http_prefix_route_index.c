@@ -190,14 +190,6 @@ static void ngx_http_prefix_route_index_relist(
     ngx_http_prefix_route_index_t *idx);
 static ngx_uint_t ngx_http_prefix_route_index_free(
     ngx_http_prefix_route_sh_t *sh, ngx_http_prefix_route_peer_t *peer);
-/*
- * The records free to reuse, listed for one hold of a zone mutex at a
- * time: one list a process, whatever its upstreams and configurations
- */
-static ngx_http_prefix_route_peer_t
-    *ngx_http_prefix_route_spare[NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS];
-
-
 static void ngx_http_prefix_route_index_spares(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_reuse_t *reuse);
 static ngx_http_prefix_route_peer_t *ngx_http_prefix_route_index_spare(
@@ -299,6 +291,14 @@ static void ngx_http_prefix_route_link_remove(
     ngx_http_prefix_route_index_t *idx, ngx_http_prefix_route_link_t *l);
 static int ngx_libc_cdecl ngx_http_prefix_route_index_cmp(const void *a,
     const void *b);
+
+
+/*
+ * The records free to reuse, listed for one hold of a zone mutex at a
+ * time: one list a process, whatever its upstreams and configurations
+ */
+static ngx_http_prefix_route_peer_t
+    *ngx_http_prefix_route_spare[NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS];
 
 
 ngx_int_t
