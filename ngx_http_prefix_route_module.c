@@ -3107,12 +3107,13 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
             /*
              * the peer may never have received the prompt, or refused it
              * (an unknown path or model, a body it could not read, an
-             * error of its own): its cache holds nothing of it
+             * error of its own): its cache holds nothing of it.  One not
+             * connected to is down or restarting: what the index had it
+             * hold of the prompt goes too
              */
             ngx_http_prefix_route_index_forget(idx, ctx->hash,
-                                               ctx->recorded[0],
-                                               ctx->recorded[1], sp,
-                                               (uint32_t) ctx->chosen);
+                                  ctx->recorded[0], ctx->recorded[1], sp,
+                                  ctx->request->upstream->request_sent);
 
             /*
              * shadow mode: so is the would-be placement's, or a retry's
@@ -3122,8 +3123,7 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
             if (vp != NULL) {
                 ngx_http_prefix_route_index_forget(idx, ctx->hash,
                                                    ctx->vrecorded[0],
-                                                   ctx->vrecorded[1], vp,
-                                                   (uint32_t) ctx->chosen);
+                                                   ctx->vrecorded[1], vp, 1);
             }
         }
 

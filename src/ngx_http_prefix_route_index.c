@@ -3047,7 +3047,7 @@ ngx_http_prefix_route_index_cut(ngx_http_prefix_route_index_t *idx,
 void
 ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t from, ngx_uint_t to,
-    ngx_http_prefix_route_peer_t *peer, uint32_t stamp)
+    ngx_http_prefix_route_peer_t *peer, ngx_uint_t reached)
 {
     ngx_http_prefix_route_entry_t   *e;
     ngx_http_prefix_route_holder_t  *h, *up;
@@ -3056,6 +3056,10 @@ ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
                                            NGX_HTTP_PREFIX_ROUTE_NO_CHAIN))
     {
         return;
+    }
+
+    if (!reached) {
+        from = 0;
     }
 
     h = NULL;
@@ -3067,18 +3071,13 @@ ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
     }
 
     /*
-     * a holder with kids is part of a longer prefix recorded since; a
-     * block stamped since was sent again by another request, which the
-     * engine may have answered (its ancestors were stamped with it)
+     * a holder with kids is part of a longer prefix recorded since; one
+     * protected was recorded again for this peer (its ancestors with it).
+     * Not the entry's stamp: a request to another server sets it too,
+     * and kept a prefix here that this server was never sent (helper-65)
      */
 
-    while (h != NULL && h->kids == 0) {
-        e = ngx_http_prefix_route_ptr(idx, h->entry);
-
-        if ((int32_t) (e->stamp - stamp) > 0) {
-            break;
-        }
-
+    while (h != NULL && h->kids == 0 && !(reached && h->hot)) {
         up = ngx_http_prefix_route_ptr(idx, h->up);
         ngx_http_prefix_route_index_remove(idx, h);
 

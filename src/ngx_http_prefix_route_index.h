@@ -796,16 +796,20 @@ ngx_uint_t ngx_http_prefix_route_index_trim(
     ngx_uint_t capacity, uint32_t *before);
 
 /*
- * Takes back what ngx_http_prefix_route_index_record() added for "peer"
- * of blocks from .. to - 1 of a chain when the request failed to reach
- * it, the deepest first; "stamp" is the record's (ms).  A block the peer
- * holds as part of a longer prefix recorded since, or recorded again
- * since (stamped later: another request sent it), is kept; nothing is
- * while a mend is under way.
+ * Takes back, after a failed attempt, the deepest first, what "peer"
+ * holds of the blocks up to to - 1 of a chain.  "reached": 1 when the
+ * request was sent (an error or a 5xx after that): only blocks from
+ * "from" on, those ngx_http_prefix_route_index_record() added, and of
+ * those not one recorded again for this peer since (protected: another
+ * request there may be answered); 0 when it was not (the connection
+ * failed): the peer is unreachable, and every block of the chain goes,
+ * the others' requests there failing too.  A block of a longer prefix
+ * the peer holds stays: that request's own failure takes it back.
+ * Nothing is taken while a mend is under way.
  */
 void ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t from, ngx_uint_t to,
-    ngx_http_prefix_route_peer_t *peer, uint32_t stamp);
+    ngx_http_prefix_route_peer_t *peer, ngx_uint_t reached);
 
 /*
  * Walks the whole index and checks its counts and links: entries and

@@ -25,7 +25,8 @@
 # (fail-fast), 19961 (resolve-churn), 19971 (records-kill), 19981
 # (lists-kill), 19991 (bench/kill/run, which sources this file), 20261
 # (resolve-reuse, after bench/lock's 20001-20250), 20271 (records-epoch),
-# 20281 (probe-epoch), 20291 (records-linger), 20301 (resolve-back);
+# 20281 (probe-epoch), 20291 (records-linger), 20301 (resolve-back),
+# 20311 (dead-server);
 # a new check takes the next free block (the project's tests and benchmarks use other
 # ranges).
 

@@ -580,13 +580,16 @@ test_tenant_share(void)
 }
 
 
-/* a failed attempt takes back what it added, not what came later */
+/*
+ * A failed attempt takes back what it added, not what came later; one not
+ * connected takes back all that the server was believed to hold of it.
+ */
 
 static void
 test_forget(void)
 {
-    uint64_t    hash[TEST_MAX_BLOCKS];
-    ngx_uint_t  n, m;
+    uint64_t    hash[TEST_MAX_BLOCKS], other[TEST_MAX_BLOCKS];
+    ngx_uint_t  n, m, i;
 
     test_zone(1024 * 1024, 2);
 
@@ -595,8 +598,7 @@ test_forget(void)
     (void) test_record(5, 10, 0, 0);
     n = test_record(5, 20, 0, 0);
     test_chain(hash, 5, 20);
-    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0],
-                                       test_clock);
+    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0], 1);
 
     test_ok(test_match(5, 20, 0) == 10, "forget: back to the 10 blocks held "
             "before");
@@ -606,19 +608,20 @@ test_forget(void)
 
     n = test_record(5, 20, 0, 0);
     m = test_record(5, 30, 0, 0);
-    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0],
-                                       test_clock - 1);
+    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0], 1);
 
     test_ok(m == 30 && test_match(5, 30, 0) == 30,
             "forget: a longer prefix recorded since is kept whole");
     test_ok(test_check() == 0, "forget: consistent");
 
+    /* the later request could not connect: all of the prompt goes */
+
     test_chain(hash, 5, 30);
-    ngx_http_prefix_route_index_forget(&idx, hash, 0, 30, peers[0],
-                                       test_clock);
+    ngx_http_prefix_route_index_forget(&idx, hash, 30, 30, peers[0], 0);
 
     test_ok(test_match(5, 30, 0) == 0 && idx.sh->holders == 0
-            && idx.sh->entries == 0, "forget: all of it, and nothing is left");
+            && idx.sh->entries == 0, "forget: not connected, all of it, and "
+            "nothing is left");
     test_ok(test_check() == 0, "forget: consistent");
 
     /*
@@ -629,17 +632,56 @@ test_forget(void)
     n = test_record(6, 10, 0, 0);
     m = test_record(6, 10, 0, 0);
     test_chain(hash, 6, 10);
-    ngx_http_prefix_route_index_forget(&idx, hash, 0, n, peers[0],
-                                       test_clock - 1);
+    ngx_http_prefix_route_index_forget(&idx, hash, 0, n, peers[0], 1);
 
     test_ok(n == 10 && m == 10 && test_match(6, 10, 0) == 10,
             "forget: blocks sent again since are kept");
 
-    ngx_http_prefix_route_index_forget(&idx, hash, 0, m, peers[0],
-                                       test_clock);
+    ngx_http_prefix_route_index_forget(&idx, hash, 10, m, peers[0], 0);
 
     test_ok(test_match(6, 10, 0) == 0 && idx.sh->holders == 0,
-            "forget: the later request's failure takes them back");
+            "forget: the later request not connected takes them back");
+    test_ok(test_check() == 0, "forget: consistent");
+
+    /*
+     * the same prompt sent to server 1 since: the blocks' stamps moved on,
+     * but server 0 was sent nothing more (helper-65: they stayed there)
+     */
+
+    n = test_record(7, 10, 0, 0);
+    m = test_record(7, 10, 1, 0);
+    test_chain(hash, 7, 10);
+    ngx_http_prefix_route_index_forget(&idx, hash, 0, n, peers[0], 1);
+
+    test_ok(m == 10 && test_match(7, 10, 0) == 0 && test_match(7, 10, 1) == 10
+            && peers[0]->blocks == 0,
+            "forget: what another server was sent since keeps nothing here");
+    test_ok(test_check() == 0, "forget: consistent");
+
+    /*
+     * two prompts that share 10 blocks sent to server 0, which could not
+     * be connected to: the first's failure leaves the shared blocks to the
+     * second's, which takes them back although it found them held
+     */
+
+    test_chain(hash, 8, 12);
+    test_chain(other, 9, 13);
+
+    for (i = 0; i < 10; i++) {
+        other[i] = hash[i];
+    }
+
+    n = test_record_hash(hash, 12, 0, 0);
+    m = test_record_hash(other, 13, 0, 0);
+    ngx_http_prefix_route_index_forget(&idx, hash, 0, n, peers[0], 0);
+
+    test_ok(peers[0]->blocks == 13, "forget: not connected, the shared "
+            "blocks stay while the other prompt holds them");
+
+    ngx_http_prefix_route_index_forget(&idx, other, 10, m, peers[0], 0);
+
+    test_ok(peers[0]->blocks == 0, "forget: not connected, the other "
+            "prompt's failure takes back the shared blocks too");
     test_ok(test_check() == 0, "forget: consistent");
 }
 
@@ -1759,8 +1801,7 @@ test_killed_change(ngx_uint_t change)
 
     case 3:
         test_chain(hash, 40, 12);
-        ngx_http_prefix_route_index_forget(&idx, hash, 0, 12, peers[0],
-                                           test_clock);
+        ngx_http_prefix_route_index_forget(&idx, hash, 0, 12, peers[0], 0);
         break;
 
     case 4:
@@ -2215,7 +2256,7 @@ test_sliced(void)
         default:
             test_chain(hash, 39, 12);
             ngx_http_prefix_route_index_forget(&idx, hash, 0, 12, peers[1],
-                                               1 << 30);
+                                               0);
         }
 
         /* a request takes no slice: it would wait for it */
