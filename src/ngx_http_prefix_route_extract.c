@@ -31,6 +31,17 @@
 /* room before each jansson allocation for its size, keeping alignment */
 #define NGX_HTTP_PREFIX_ROUTE_JSON_HEADER   16
 
+/*
+ * What an allocation of "size" bytes for jansson takes of the heap, as the
+ * budget counts it: with the header, in a glibc chunk (the request and
+ * its 8-byte size field rounded up to 16, 32 at least: malloc/malloc.c,
+ * request2size()).  Counting "size" alone, the budget let a body of empty
+ * arrays grow a worker 1.5 times past it (helper-64)
+ */
+#define ngx_http_prefix_route_json_charge(size)                              \
+    ngx_max(ngx_align((size) + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER             \
+                      + sizeof(size_t), 16), 32)
+
 
 /* where the reader is in the body's buffer chain */
 typedef struct {
@@ -550,6 +561,7 @@ ngx_http_prefix_route_read(void *buffer, size_t buflen, void *data)
 static void *
 ngx_http_prefix_route_json_malloc(size_t size)
 {
+    size_t   charge;
     u_char  *p;
 
     if (ngx_http_prefix_route_json_limited) {
@@ -561,12 +573,14 @@ ngx_http_prefix_route_json_malloc(size_t size)
          * then reads and writes past it (fuzz/regress/jansson-oom-*)
          */
 
-        if (size > ngx_http_prefix_route_json_left) {
+        charge = ngx_http_prefix_route_json_charge(size);
+
+        if (charge > ngx_http_prefix_route_json_left) {
             ngx_http_prefix_route_json_refused = 1;
             ngx_http_prefix_route_json_left = 0;
 
         } else {
-            ngx_http_prefix_route_json_left -= size;
+            ngx_http_prefix_route_json_left -= charge;
         }
 
         ngx_http_prefix_route_json_low = ngx_min(ngx_http_prefix_route_json_low,
@@ -617,7 +631,8 @@ ngx_http_prefix_route_json_free(void *p)
     base = (u_char *) p - NGX_HTTP_PREFIX_ROUTE_JSON_HEADER;
 
     if (ngx_http_prefix_route_json_limited) {
-        ngx_http_prefix_route_json_left += *(size_t *) base;
+        ngx_http_prefix_route_json_left +=
+                         ngx_http_prefix_route_json_charge(*(size_t *) base);
     }
 
     ngx_http_prefix_route_json_release(base);

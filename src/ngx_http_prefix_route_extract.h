@@ -23,7 +23,8 @@
 
 
 /*
- * What jansson may allocate to parse one body and build its prompt: a
+ * What jansson may allocate to parse one body and build its prompt, each
+ * allocation counted as the heap takes it (..._extract.c): a
  * body of long strings takes about twice its size, 100,000 short messages
  * ~10 times, empty objects ("{}," x 10^6) ~70 times theirs (measured with
  * t/070-hostile.t's bodies), so the budget is 16 bytes a body byte plus
