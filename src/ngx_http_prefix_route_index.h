@@ -499,7 +499,8 @@ typedef struct {
 typedef struct {
     ngx_http_prefix_route_sh_t      *sh;
     ngx_slab_pool_t                 *shpool;
-    ngx_int_t                        slot;      /* this worker's, -1: none */
+    ngx_int_t                        slot;      /* this worker's, -1: none,
+                                                   -2: the shared cell */
     ngx_uint_t                       share;     /* tenant_share, percent;
                                                    0: no limit */
     ngx_http_prefix_route_entry_t  **chain;     /* scratch, max blocks */

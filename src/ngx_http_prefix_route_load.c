@@ -163,8 +163,6 @@ ngx_http_prefix_route_load_slot(ngx_http_prefix_route_index_t *idx)
     ngx_http_prefix_route_sh_t      *sh;
     ngx_http_prefix_route_worker_t  *w;
 
-    static ngx_uint_t                warned;
-
     sh = idx->sh;
 
     if (idx->slot >= 0) {
@@ -216,13 +214,15 @@ ngx_http_prefix_route_load_slot(ngx_http_prefix_route_index_t *idx)
 
     if (free == sh->nworkers) {
 
-        if (!warned) {
-            warned = 1;
+        /* once a zone and process (-2), naming the zone (helper-64) */
+
+        if (idx->slot != -2) {
+            idx->slot = -2;
             ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
-                          "prefix_route: all %ui worker slots of the zone "
-                          "are taken, the load of this worker process is "
+                          "prefix_route: all %ui worker slots%s are "
+                          "taken, the load of this worker process is "
                           "kept in the shared cell",
-                          sh->nworkers);
+                          sh->nworkers, idx->shpool->log_ctx);
         }
 
         return sh->nworkers;
