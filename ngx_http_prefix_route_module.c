@@ -3109,11 +3109,15 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
              * (an unknown path or model, a body it could not read, an
              * error of its own): its cache holds nothing of it.  One not
              * connected to is down or restarting: what the index had it
-             * hold of the prompt goes too
+             * hold of the prompt goes too.  request_sent is the attempt
+             * before's when a connect fails at once (a unix socket), and
+             * then nginx has no connection (helper-66)
              */
             ngx_http_prefix_route_index_forget(idx, ctx->hash,
                                   ctx->recorded[0], ctx->recorded[1], sp,
-                                  ctx->request->upstream->request_sent);
+                                  (uint32_t) ctx->chosen,
+                                  ctx->request->upstream->request_sent
+                                  && pc->connection != NULL);
 
             /*
              * shadow mode: so is the would-be placement's, or a retry's
@@ -3123,7 +3127,9 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
             if (vp != NULL) {
                 ngx_http_prefix_route_index_forget(idx, ctx->hash,
                                                    ctx->vrecorded[0],
-                                                   ctx->vrecorded[1], vp, 1);
+                                                   ctx->vrecorded[1], vp,
+                                                   (uint32_t) ctx->chosen,
+                                                   1);
             }
         }
 

@@ -3047,7 +3047,7 @@ ngx_http_prefix_route_index_cut(ngx_http_prefix_route_index_t *idx,
 void
 ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t from, ngx_uint_t to,
-    ngx_http_prefix_route_peer_t *peer, ngx_uint_t reached)
+    ngx_http_prefix_route_peer_t *peer, uint32_t stamp, ngx_uint_t reached)
 {
     ngx_http_prefix_route_entry_t   *e;
     ngx_http_prefix_route_holder_t  *h, *up;
@@ -3072,12 +3072,19 @@ ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
 
     /*
      * a holder with kids is part of a longer prefix recorded since; one
-     * protected was recorded again for this peer (its ancestors with it).
-     * Not the entry's stamp: a request to another server sets it too,
-     * and kept a prefix here that this server was never sent (helper-65)
+     * protected and stamped later was recorded again for this peer by a
+     * request after this one (its ancestors with it).  Not the stamp
+     * alone: a request to another server sets it too, and kept a prefix
+     * here that this server was never sent (helper-65)
      */
 
-    while (h != NULL && h->kids == 0 && !(reached && h->hot)) {
+    while (h != NULL && h->kids == 0) {
+        e = ngx_http_prefix_route_ptr(idx, h->entry);
+
+        if (reached && h->hot && (int32_t) (e->stamp - stamp) > 0) {
+            break;
+        }
+
         up = ngx_http_prefix_route_ptr(idx, h->up);
         ngx_http_prefix_route_index_remove(idx, h);
 

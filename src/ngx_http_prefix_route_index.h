@@ -798,10 +798,11 @@ ngx_uint_t ngx_http_prefix_route_index_trim(
 
 /*
  * Takes back, after a failed attempt, the deepest first, what "peer"
- * holds of the blocks up to to - 1 of a chain.  "reached": 1 when the
- * request was sent (an error or a 5xx after that): only blocks from
- * "from" on, those ngx_http_prefix_route_index_record() added, and of
- * those not one recorded again for this peer since (protected: another
+ * holds of the blocks up to to - 1 of a chain; "stamp" is the attempt's
+ * record's (ms).  "reached": 1 when the request was sent (an error or a
+ * 5xx after that): only blocks from "from" on, those
+ * ngx_http_prefix_route_index_record() added, and of those not one
+ * recorded again for this peer since (protected, stamped later: another
  * request there may be answered); 0 when it was not (the connection
  * failed): the peer is unreachable, and every block of the chain goes,
  * the others' requests there failing too.  A block of a longer prefix
@@ -810,7 +811,7 @@ ngx_uint_t ngx_http_prefix_route_index_trim(
  */
 void ngx_http_prefix_route_index_forget(ngx_http_prefix_route_index_t *idx,
     uint64_t *hash, ngx_uint_t from, ngx_uint_t to,
-    ngx_http_prefix_route_peer_t *peer, ngx_uint_t reached);
+    ngx_http_prefix_route_peer_t *peer, uint32_t stamp, ngx_uint_t reached);
 
 /*
  * Walks the whole index and checks its counts and links: entries and

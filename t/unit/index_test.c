@@ -598,7 +598,8 @@ test_forget(void)
     (void) test_record(5, 10, 0, 0);
     n = test_record(5, 20, 0, 0);
     test_chain(hash, 5, 20);
-    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0], 1);
+    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0],
+                                       test_clock, 1);
 
     test_ok(test_match(5, 20, 0) == 10, "forget: back to the 10 blocks held "
             "before");
@@ -608,7 +609,8 @@ test_forget(void)
 
     n = test_record(5, 20, 0, 0);
     m = test_record(5, 30, 0, 0);
-    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0], 1);
+    ngx_http_prefix_route_index_forget(&idx, hash, 10, n, peers[0],
+                                       test_clock - 1, 1);
 
     test_ok(m == 30 && test_match(5, 30, 0) == 30,
             "forget: a longer prefix recorded since is kept whole");
@@ -617,7 +619,8 @@ test_forget(void)
     /* the later request could not connect: all of the prompt goes */
 
     test_chain(hash, 5, 30);
-    ngx_http_prefix_route_index_forget(&idx, hash, 30, 30, peers[0], 0);
+    ngx_http_prefix_route_index_forget(&idx, hash, 30, 30, peers[0],
+                                       test_clock, 0);
 
     test_ok(test_match(5, 30, 0) == 0 && idx.sh->holders == 0
             && idx.sh->entries == 0, "forget: not connected, all of it, and "
@@ -632,15 +635,33 @@ test_forget(void)
     n = test_record(6, 10, 0, 0);
     m = test_record(6, 10, 0, 0);
     test_chain(hash, 6, 10);
-    ngx_http_prefix_route_index_forget(&idx, hash, 0, n, peers[0], 1);
+    ngx_http_prefix_route_index_forget(&idx, hash, 0, n, peers[0],
+                                       test_clock - 1, 1);
 
     test_ok(n == 10 && m == 10 && test_match(6, 10, 0) == 10,
             "forget: blocks sent again since are kept");
 
-    ngx_http_prefix_route_index_forget(&idx, hash, 10, m, peers[0], 0);
+    ngx_http_prefix_route_index_forget(&idx, hash, 10, m, peers[0],
+                                       test_clock, 0);
 
     test_ok(test_match(6, 10, 0) == 0 && idx.sh->holders == 0,
             "forget: the later request not connected takes them back");
+    test_ok(test_check() == 0, "forget: consistent");
+
+    /*
+     * sent again in the same ms, not after: concurrent requests that all
+     * fail with a 5xx take it all back (helper-66), as before 2026-12-07
+     */
+
+    n = test_record(10, 10, 0, 0);
+    test_clock--;
+    m = test_record(10, 10, 0, 0);
+    test_chain(hash, 10, 10);
+    ngx_http_prefix_route_index_forget(&idx, hash, 0, n, peers[0],
+                                       test_clock, 1);
+
+    test_ok(m == 10 && test_match(10, 10, 0) == 0 && idx.sh->holders == 0,
+            "forget: blocks sent again in the same ms are taken back");
     test_ok(test_check() == 0, "forget: consistent");
 
     /*
@@ -651,7 +672,8 @@ test_forget(void)
     n = test_record(7, 10, 0, 0);
     m = test_record(7, 10, 1, 0);
     test_chain(hash, 7, 10);
-    ngx_http_prefix_route_index_forget(&idx, hash, 0, n, peers[0], 1);
+    ngx_http_prefix_route_index_forget(&idx, hash, 0, n, peers[0],
+                                       test_clock - 1, 1);
 
     test_ok(m == 10 && test_match(7, 10, 0) == 0 && test_match(7, 10, 1) == 10
             && peers[0]->blocks == 0,
@@ -673,12 +695,14 @@ test_forget(void)
 
     n = test_record_hash(hash, 12, 0, 0);
     m = test_record_hash(other, 13, 0, 0);
-    ngx_http_prefix_route_index_forget(&idx, hash, 0, n, peers[0], 0);
+    ngx_http_prefix_route_index_forget(&idx, hash, 0, n, peers[0],
+                                       test_clock - 1, 0);
 
     test_ok(peers[0]->blocks == 13, "forget: not connected, the shared "
             "blocks stay while the other prompt holds them");
 
-    ngx_http_prefix_route_index_forget(&idx, other, 10, m, peers[0], 0);
+    ngx_http_prefix_route_index_forget(&idx, other, 10, m, peers[0],
+                                       test_clock, 0);
 
     test_ok(peers[0]->blocks == 0, "forget: not connected, the other "
             "prompt's failure takes back the shared blocks too");
@@ -1801,7 +1825,8 @@ test_killed_change(ngx_uint_t change)
 
     case 3:
         test_chain(hash, 40, 12);
-        ngx_http_prefix_route_index_forget(&idx, hash, 0, 12, peers[0], 0);
+        ngx_http_prefix_route_index_forget(&idx, hash, 0, 12, peers[0],
+                                           test_clock, 0);
         break;
 
     case 4:
@@ -2256,7 +2281,7 @@ test_sliced(void)
         default:
             test_chain(hash, 39, 12);
             ngx_http_prefix_route_index_forget(&idx, hash, 0, 12, peers[1],
-                                               0);
+                                               1 << 30, 0);
         }
 
         /* a request takes no slice: it would wait for it */
