@@ -77,6 +77,8 @@
 
 /* how often each worker looks for dead workers' load, ms */
 #define NGX_HTTP_PREFIX_ROUTE_SWEEP         1000
+/* s between two notices of a zone too small for "capacity" */
+#define NGX_HTTP_PREFIX_ROUTE_FULL_NOTICE   300
 
 /* an HTTP status of success: the engine took the prompt */
 #define ngx_http_prefix_route_2xx(status)                                    \
@@ -210,6 +212,8 @@ static ngx_int_t ngx_http_prefix_route_init_module(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_prefix_route_init_process(ngx_cycle_t *cycle);
 static void ngx_http_prefix_route_exit_process(ngx_cycle_t *cycle);
 static void ngx_http_prefix_route_sweep(ngx_event_t *ev);
+static void ngx_http_prefix_route_zone_full(
+    ngx_http_prefix_route_index_t *idx);
 #if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
 static void ngx_http_prefix_route_sweep_view(
     ngx_http_prefix_route_index_t *idx);
@@ -651,6 +655,8 @@ ngx_http_prefix_route_sweep(ngx_event_t *ev)
                                ngx_http_prefix_route_history_sample);
     ngx_http_prefix_route_each((ngx_cycle_t *) ngx_cycle,
                                ngx_http_prefix_route_mend_soon);
+    ngx_http_prefix_route_each((ngx_cycle_t *) ngx_cycle,
+                               ngx_http_prefix_route_zone_full);
 
     if (!ngx_exiting && !ngx_quit && !ngx_terminate) {
 #if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
@@ -659,6 +665,73 @@ ngx_http_prefix_route_sweep(ngx_event_t *ev)
 #endif
         ngx_add_timer(ev, NGX_HTTP_PREFIX_ROUTE_SWEEP);
     }
+}
+
+
+/*
+ * A zone that evicts (block, server) pairs for memory is smaller than
+ * "capacity" needs: the index forgets prefixes the engines still hold.
+ * One worker says so, at most every NGX_HTTP_PREFIX_ROUTE_FULL_NOTICE
+ * seconds, with the size docs/tuning.md ("Zone size") gives for full
+ * servers: servers x capacity / block x 64 bytes x 1.04.  Nothing with
+ * capacity=0, where the zone is the limit chosen.
+ */
+
+static void
+ngx_http_prefix_route_zone_full(ngx_http_prefix_route_index_t *idx)
+{
+    off_t                              need;
+    time_t                             now;
+    ngx_uint_t                         evicted, servers;
+    ngx_http_prefix_route_sh_t        *sh;
+    ngx_http_upstream_rr_peers_t      *peers;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    prcf = (ngx_http_prefix_route_srv_conf_t *)
+               ((u_char *) idx - offsetof(ngx_http_prefix_route_srv_conf_t,
+                                          index));
+    sh = idx->sh;
+    now = ngx_time();
+
+    /* a glance without the mutex: most sweeps find nothing new */
+
+    if (prcf->capacity == 0
+        || sh->evictions == sh->noticed
+        || now - sh->noticed_at < NGX_HTTP_PREFIX_ROUTE_FULL_NOTICE)
+    {
+        return;
+    }
+
+    ngx_shmtx_lock(&idx->shpool->mutex);
+
+    if (sh->evictions == sh->noticed
+        || now - sh->noticed_at < NGX_HTTP_PREFIX_ROUTE_FULL_NOTICE)
+    {
+        ngx_shmtx_unlock(&idx->shpool->mutex);
+        return;
+    }
+
+    evicted = sh->evictions - sh->noticed;
+    sh->noticed = sh->evictions;
+    sh->noticed_at = now;
+
+    ngx_shmtx_unlock(&idx->shpool->mutex);
+
+    servers = 0;
+
+    for (peers = prcf->peers; peers != NULL; peers = peers->next) {
+        servers += peers->number;
+    }
+
+    need = (off_t) servers * (prcf->capacity / prcf->block) * 64 * 104 / 100;
+
+    ngx_log_error(NGX_LOG_WARN, ngx_cycle->log, 0,
+                  "prefix_route: zone \"%V\" of %uz KiB is full: it "
+                  "evicted %ui (block, server) pairs, prefixes the engines "
+                  "may still hold; servers (%ui) x capacity (%uz bytes) "
+                  "take about %O KiB (docs/tuning.md, \"Zone size\")",
+                  &prcf->shm_zone->shm.name, prcf->shm_zone->shm.size / 1024,
+                  evicted, servers, prcf->capacity, need / 1024);
 }
 
 

@@ -409,6 +409,9 @@ typedef struct {
                                                    room for, about */
     ngx_uint_t                       evictions; /* holders dropped: memory */
     ngx_uint_t                       forgotten; /* holders dropped: capacity */
+    ngx_uint_t                       noticed;   /* evictions at the last
+                                                   "is full" notice */
+    time_t                           noticed_at; /* s: its time */
     ngx_uint_t                       capped;    /* lookups cut short */
     ngx_uint_t                       held_back; /* holders left on
                                                    probation: tenant_share */

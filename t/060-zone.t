@@ -12,7 +12,7 @@
 use Test::Nginx::Socket 'no_plan';
 use FindBin;
 use lib $FindBin::Bin;
-use PrefixRoute qw(:DEFAULT chat user text);
+use PrefixRoute qw(:DEFAULT chat chat_body user text);
 
 no_shuffle();
 
@@ -24,6 +24,23 @@ add_block_preprocessor(sub {
 
 # a chat request whose prompt is $len bytes of text tagged $tag
 sub prompt { chat([user(text(@_))]) }
+
+# location /flood: $n distinct 2 KB prompts one after the other (echo
+# module), the files of flood_files($n), then 1.5 s for the module's sweep
+# (once a second) before the answer ends
+sub flood {
+    my $n = shift;
+    return "location = /flood {\n"
+         . join("", map { "    echo_subrequest POST /v1/chat/completions"
+                          . " -f \$TEST_NGINX_SERVER_ROOT/html/p$_.json;\n" }
+                    1 .. $n)
+         . "    echo_sleep 1.5;\n    echo slept;\n}\n";
+}
+
+sub flood_files {
+    return join "", map { ">>> p$_.json\n" . chat_body([user(text("prompt$_", 2048))]) . "\n" }
+                    1 .. $_[0];
+}
 
 run_tests();
 
@@ -98,3 +115,57 @@ prefix of it, and both requests succeed.
 [error]
 [crit]
 no memory
+
+
+
+=== TEST 5: a zone too small for capacity= says so in the error log, with the size it would take
+TEST 1's flood, from one request (/flood), on a zone whose capacity=
+(1m, one server) needs about 1 MiB: the sweep (once a second) logs a
+warning naming the zone, the pairs it evicted and the size docs/tuning.md
+gives, servers x capacity / block x 64 bytes x 1.04.
+--- main_config eval: $::LoadModule . $::LoadEcho
+--- http_config eval: ::upstream("zone=llm:128k capacity=1m", 1) . ::backends(1)
+--- config eval: ::proxy() . ::flood(200)
+--- user_files eval: ::flood_files(200)
+--- request
+GET /flood
+--- response_body_like: \A(?:b1\n){200}slept\n\z
+--- error_log eval
+qr/\[warn\] .*prefix_route: zone "llm" of 128 KiB is full: it evicted [1-9]\d* \(block, server\) pairs, prefixes the engines may still hold; servers \(1\) x capacity \(1048576 bytes\) take about 1064 KiB \(docs\/tuning\.md, "Zone size"\)/
+--- no_error_log
+[error]
+[crit]
+
+
+
+=== TEST 6: the same flood says nothing with capacity=0, where the zone is the limit chosen
+--- main_config eval: $::LoadModule . $::LoadEcho
+--- http_config eval: ::upstream("zone=llm:128k capacity=0", 1) . ::backends(1)
+--- config eval: ::proxy() . ::flood(200)
+--- user_files eval: ::flood_files(200)
+--- request
+GET /flood
+--- response_body_like: \A(?:b1\n){200}slept\n\z
+--- no_error_log
+is full
+[error]
+
+
+
+=== TEST 7: nor where capacity= is what forgets: a 1m zone, capacity=16k
+256 blocks for the one server, about 17 KiB of zone: the server forgets
+its least recently used blocks (TEST 2), the zone evicts nothing, and the
+last prompt is still a HIT.
+--- main_config eval: $::LoadModule . $::LoadEcho
+--- http_config eval: ::upstream("zone=llm:1m capacity=16k", 1) . ::backends(1)
+--- config eval: ::proxy(header => '$prefix_route_status') . ::flood(200)
+--- user_files eval: ::flood_files(200)
+--- request eval
+["GET /flood", ::prompt("prompt200", 2048)]
+--- response_body_like eval
+["\\A(?:b1\n){200}slept\n\\z", "\\Ab1\n\\z"]
+--- response_headers eval
+["", "X-Prefix-Route: HIT"]
+--- no_error_log
+is full
+[error]
