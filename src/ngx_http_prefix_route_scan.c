@@ -146,6 +146,18 @@ typedef struct {
 } ngx_http_prefix_route_scan_t;
 
 
+/* the key ends here, at the end of the first segment not a system one */
+
+static ngx_inline void
+ngx_http_prefix_route_scan_keyed(ngx_http_prefix_route_scan_t *s)
+{
+    if (!s->keyed) {
+        s->pr->key = s->pr->len;
+        s->keyed = 1;
+    }
+}
+
+
 /* the tools and functions values this worker wrote last (scan_tools()) */
 static ngx_http_prefix_route_tools_t
     ngx_http_prefix_route_scan_tools_kept[NGX_HTTP_PREFIX_ROUTE_TOOLS];
@@ -200,8 +212,23 @@ static u_char  ngx_http_prefix_route_scan_stop[256] = {
 };
 
 
+/*
+ * The nodes of the values being written as canonical JSON: one value's at
+ * a time (tools, a message's tool calls...), in the process: a worker
+ * reads one body at a time
+ */
+static ngx_http_prefix_route_node_t
+    ngx_http_prefix_route_scan_nodes[NGX_HTTP_PREFIX_ROUTE_NODES];
+
+
 static ngx_int_t ngx_http_prefix_route_scan_rendered(
-    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
+    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f,
+    ngx_http_prefix_route_field_t *before);
+static ngx_int_t ngx_http_prefix_route_scan_responses(
+    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f,
+    ngx_http_prefix_route_field_t *before);
+static ngx_int_t ngx_http_prefix_route_scan_item(
+    ngx_http_prefix_route_scan_t *s);
 static ngx_int_t ngx_http_prefix_route_scan_prefix(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
 static ngx_int_t ngx_http_prefix_route_scan_segments(
@@ -226,6 +253,8 @@ static ngx_int_t ngx_http_prefix_route_scan_other(
     ngx_http_prefix_route_scan_t *s);
 static ngx_int_t ngx_http_prefix_route_scan_json_at(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
+static ngx_int_t ngx_http_prefix_route_scan_taped(
+    ngx_http_prefix_route_scan_t *s, ngx_uint_t depth, ngx_uint_t *top);
 static ngx_int_t ngx_http_prefix_route_scan_json(
     ngx_http_prefix_route_scan_t *s, uint32_t n);
 static ngx_int_t ngx_http_prefix_route_scan_object(
@@ -460,7 +489,9 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     if (!seen) {
         /* without messages, the tools, functions and system are unread */
 
-        if (ngx_http_prefix_route_scan_rendered(&s, rendered) != NGX_OK) {
+        if (ngx_http_prefix_route_scan_rendered(&s, rendered, before)
+            != NGX_OK)
+        {
             return NGX_DECLINED;
         }
 
@@ -508,16 +539,18 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
 
 
 /*
- * A prompt already rendered, one string: legacy Completions' "prompt",
- * SGLang's "text", TGI's "inputs", taken in ngx_http_prefix_route_prompt.c's
- * order and written as its ngx_http_prefix_route_prompt_legacy() does.
- * Token ids, batches, the Responses API's input, and SGLang's media and
- * parallel sampling (any "n" or escape in "sampling_params") are jansson's.
+ * A body without messages, taken in ngx_http_prefix_route_prompt.c's
+ * order: a prompt already rendered, one string (legacy Completions'
+ * "prompt", SGLang's "text", TGI's "inputs"), written as its
+ * ngx_http_prefix_route_prompt_legacy() does, or the Responses API's
+ * input and instructions (scan_responses()).  Token ids, batches, and
+ * SGLang's media and parallel sampling (any "n" or escape in
+ * "sampling_params") are jansson's.
  */
 
 static ngx_int_t
 ngx_http_prefix_route_scan_rendered(ngx_http_prefix_route_scan_t *s,
-    ngx_http_prefix_route_field_t *f)
+    ngx_http_prefix_route_field_t *f, ngx_http_prefix_route_field_t *before)
 {
     u_char                          *p;
     ngx_uint_t                       i;
@@ -532,7 +565,7 @@ ngx_http_prefix_route_scan_rendered(ngx_http_prefix_route_scan_t *s,
     } else if (f[NGX_HTTP_PREFIX_ROUTE_SCAN_INPUT].value != NULL
                || f[NGX_HTTP_PREFIX_ROUTE_SCAN_INSTRUCTIONS].value != NULL)
     {
-        return NGX_DECLINED;
+        return ngx_http_prefix_route_scan_responses(s, f, before);
 
     } else if (text->value != NULL
                && (*text->value == '"' || *text->value == '['))
@@ -575,6 +608,184 @@ ngx_http_prefix_route_scan_rendered(ngx_http_prefix_route_scan_t *s,
 
     s->pr->key = s->pr->len;
     s->keyed = 1;
+
+    return NGX_OK;
+}
+
+
+/*
+ * The Responses API, as ngx_http_prefix_route_prompt_responses() writes
+ * it: the tools segment, the instructions as the system one, then the
+ * input, read again from its place (the body is checked by then): a
+ * string is a user segment; in a list, an item with a role (not null) is
+ * a message (scan_message()), another one is RS, its type ("item"
+ * without), US, 'c', FS and its canonical JSON (scan_item()).  An input
+ * of another type, and an item that is not an object, are jansson's.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_responses(ngx_http_prefix_route_scan_t *s,
+    ngx_http_prefix_route_field_t *f, ngx_http_prefix_route_field_t *before)
+{
+    ngx_int_t                       rc;
+    ngx_http_prefix_route_field_t   head[3], *input;
+
+    /* the walk writes no "functions" nor "system" here */
+
+    ngx_memzero(&head[1], sizeof(ngx_http_prefix_route_field_t));
+    head[0] = before[0];
+    head[2] = f[NGX_HTTP_PREFIX_ROUTE_SCAN_INSTRUCTIONS];
+
+    if (ngx_http_prefix_route_scan_segments(s, head) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    input = &f[NGX_HTTP_PREFIX_ROUTE_SCAN_INPUT];
+
+    if (input->value == NULL) {
+        return NGX_OK;
+    }
+
+    if (*input->value == '"') {
+        ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_RS);
+        ngx_http_prefix_route_scan_write(s, (u_char *) "user", 4);
+
+        (void) ngx_http_prefix_route_scan_put(s, 'c', input, 0);
+        ngx_http_prefix_route_scan_keyed(s);
+
+        return NGX_OK;
+    }
+
+    if (*input->value != '[') {
+        return NGX_DECLINED;
+    }
+
+    s->p = input->value + 1;
+    ngx_http_prefix_route_scan_ws(s);
+
+    if (*s->p == ']') {
+        return NGX_OK;
+    }
+
+    do {
+        ngx_http_prefix_route_scan_ws(s);
+
+        /* the walk leaves the items after a full buffer alone */
+
+        if (s->stop) {
+            return NGX_OK;
+        }
+
+        if (ngx_http_prefix_route_scan_item(s) != NGX_OK) {
+            return NGX_DECLINED;
+        }
+
+        rc = ngx_http_prefix_route_scan_next(s, ']');
+
+    } while (rc == NGX_AGAIN);
+
+    return rc;
+}
+
+
+/* one item of a Responses input list, checked before */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_item(ngx_http_prefix_route_scan_t *s)
+{
+    u_char                         *start;
+    uint32_t                        i, type;
+    ngx_int_t                       rc;
+    ngx_uint_t                      role, top;
+    ngx_http_prefix_route_span_t    key;
+    ngx_http_prefix_route_node_t   *nodes;
+
+    start = s->p;
+
+    if (*s->p++ != '{') {
+        return NGX_DECLINED;
+    }
+
+    /* a role that is not null makes a message (jansson: the last one) */
+
+    role = 0;
+    ngx_http_prefix_route_scan_ws(s);
+
+    if (*s->p != '}') {
+
+        do {
+            if (ngx_http_prefix_route_scan_key(s, &key) != NGX_OK) {
+                return NGX_DECLINED;
+            }
+
+            if (ngx_http_prefix_route_scan_is(&key, "role")) {
+                role = (ngx_strncmp(s->p, "null", 4) != 0);
+            }
+
+            ngx_http_prefix_route_scan_skip(s);
+
+            rc = ngx_http_prefix_route_scan_next(s, '}');
+
+        } while (rc == NGX_AGAIN);
+
+        if (rc != NGX_OK) {
+            return NGX_DECLINED;
+        }
+    }
+
+    s->p = start;
+
+    if (role) {
+        return ngx_http_prefix_route_scan_message(s);
+    }
+
+    if (ngx_http_prefix_route_scan_taped(s, 2, &top) != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    nodes = ngx_http_prefix_route_scan_nodes;
+    type = 0;
+
+    for (i = top + 1; i < nodes[top].end; i = nodes[i].end) {
+        if (nodes[i].klen == 4 && ngx_strncmp(nodes[i].key, "type", 4) == 0)
+        {
+            type = i;
+        }
+    }
+
+    ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_RS);
+
+    if (type == 0 || *nodes[type].value == 'n') {
+        ngx_http_prefix_route_scan_write(s, (u_char *) "item", 4);
+
+    } else if (*nodes[type].value == '"') {
+        key.data = nodes[type].value + 1;
+        key.len = nodes[type].len;
+        key.escaped = nodes[type].escaped;
+        ngx_http_prefix_route_scan_text(s, &key, 0);
+
+    } else {
+        ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_FS);
+
+        if (ngx_http_prefix_route_scan_json(s, type) != NGX_OK) {
+            s->nnodes = top;
+            return NGX_DECLINED;
+        }
+    }
+
+    ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_US);
+    ngx_http_prefix_route_scan_byte(s, 'c');
+    ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_FS);
+
+    rc = ngx_http_prefix_route_scan_json(s, top);
+
+    s->nnodes = top;
+
+    if (rc != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    ngx_http_prefix_route_scan_keyed(s);
 
     return NGX_OK;
 }
@@ -1253,16 +1464,7 @@ ngx_http_prefix_route_scan_other(ngx_http_prefix_route_scan_t *s)
         return NGX_OK;
     }
 
-    top = s->nnodes;
-    s->tape = 1;
-    s->untaped = 0;
-
-    rc = ngx_http_prefix_route_scan_value(s, 1);
-
-    s->tape = 0;
-
-    if (rc != NGX_OK || s->untaped) {
-        s->nnodes = top;
+    if (ngx_http_prefix_route_scan_taped(s, 1, &top) != NGX_OK) {
         return NGX_DECLINED;
     }
 
@@ -1310,15 +1512,6 @@ json:
 
 
 /*
- * The nodes of the values being written as canonical JSON: one value's at
- * a time (tools, a message's tool calls...), in the process: a worker
- * reads one body at a time
- */
-static ngx_http_prefix_route_node_t
-    ngx_http_prefix_route_scan_nodes[NGX_HTTP_PREFIX_ROUTE_NODES];
-
-
-/*
  * The canonical JSON of a checked member: from its tape, or, for a scalar,
  * from one put on the tape's top now and dropped after.  A container
  * written is taped when checked unless the tape could not hold it (too
@@ -1343,24 +1536,46 @@ ngx_http_prefix_route_scan_json_at(ngx_http_prefix_route_scan_t *s,
 
     save = s->p;
     s->p = f->value;
-    top = s->nnodes;
-    s->tape = 1;
-    s->untaped = 0;
 
-    rc = ngx_http_prefix_route_scan_value(s, 1);
+    rc = ngx_http_prefix_route_scan_taped(s, 1, &top);
 
-    if (rc == NGX_OK && !s->untaped) {
+    if (rc == NGX_OK) {
         rc = ngx_http_prefix_route_scan_json(s, top);
-
-    } else {
-        rc = NGX_DECLINED;
+        s->nnodes = top;
     }
 
-    s->tape = 0;
-    s->nnodes = top;
     s->p = save;
 
     return rc;
+}
+
+
+/*
+ * The value at s->p checked and put on the tape whole: NGX_OK with its
+ * node in *top, else NGX_DECLINED with the tape as it was (a value the
+ * tape cannot hold, too many nodes or a real number, included).
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_taped(ngx_http_prefix_route_scan_t *s,
+    ngx_uint_t depth, ngx_uint_t *top)
+{
+    ngx_int_t  rc;
+
+    *top = s->nnodes;
+    s->tape = 1;
+    s->untaped = 0;
+
+    rc = ngx_http_prefix_route_scan_value(s, depth);
+
+    s->tape = 0;
+
+    if (rc != NGX_OK || s->untaped) {
+        s->nnodes = *top;
+        return NGX_DECLINED;
+    }
+
+    return NGX_OK;
 }
 
 

@@ -34,7 +34,9 @@ typedef struct {
  * the body's bytes, no tree, for a chat body (OpenAI Chat Completions or
  * Anthropic Messages): messages with any members, content as a string or
  * parts (text, or images, audio, files, tool use written by identity),
- * tools, functions and system; or for a prompt rendered, one
+ * tools, functions and system; for an OpenAI Responses body: tools,
+ * instructions, and input as a string or a list of items (the list read
+ * twice); or for a prompt rendered, one
  * string (legacy Completions' prompt, SGLang's text, TGI's inputs).
  * It writes what
  * ngx_http_prefix_route_prompt_build() writes for the same body, values
@@ -49,7 +51,8 @@ typedef struct {
  * jansson reads are declined on purpose (escaped keys, numbers with an
  * exponent or more than 18 digits, real numbers in a serialised value,
  * nesting deeper than 32, a member the walk reads given twice, a part by
- * identity the tape cannot hold, Responses bodies, token ids, batches,
+ * identity the tape cannot hold, a Responses input of another type or an
+ * item that is not an object, token ids, batches,
  * SGLang's media and parallel sampling; docs/design.md lists them): the
  * fast path never accepts a body jansson refuses.  The fuzzer checks both
  * claims (fuzz/prompt_fuzzer.c).  Never allocates: the values written as

@@ -300,11 +300,12 @@ our $Tagged = qq({"model":"m-$Marker","tools":[{"type":"function","function":{"n
     . qq("messages":[{"role":"system","content":"sys $Marker"},{"role":"user","name":"n_$Marker","content":"$Text"}]});
 
 # TEST 22: 6 MB of text in one string, and 6 MB of empty objects, as the
-# items of a Responses body (jansson's) and as messages (the fast path's)
+# items of a legacy Completions prompt list (jansson's) and as messages (the
+# fast path's)
 our $Flat6m = chat_str(text($Marker, 6_000_000));
-our $Objects6m = qq({"model":"m","input":[{"role":"user","content":"$Marker"},)
+our $Objects6m = qq({"model":"m","prompt":[{"role":"user","content":"$Marker"},)
     . join(",", ("{}") x 2_000_000) . "]}";
-(our $Messages6m = $Objects6m) =~ s/"input"/"messages"/;
+(our $Messages6m = $Objects6m) =~ s/"prompt"/"messages"/;
 
 # a --- response_body pattern that matches whatever the response when the
 # peak resident memory (VmHWM) of nginx's processes so far is below $mb MB;

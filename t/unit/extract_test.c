@@ -149,12 +149,12 @@ main(void)
     test_chunked = 0;
 
     /*
-     * the same turns as a Responses body, which the fast path leaves to
-     * jansson: jansson reads the file 64 KiB at a time
+     * the same turns with a model of a number with an exponent, which the
+     * fast path leaves to jansson: jansson reads the file 64 KiB at a time
      */
 
-    p = (u_char *) ngx_strstr(body, "\"messages\":");
-    ngx_memcpy(p, "\"input\":   ", 11);
+    p = (u_char *) ngx_strstr(body, "\"model\":\"llama\"");
+    ngx_memcpy(p, "\"model\":1.00e00", 15);
 
     test_extract(body, len, 1, 0, a);
 
@@ -162,9 +162,9 @@ main(void)
     test_extract(body, len, 1, 1, b);
     test_ok(a->rc == NGX_OK && a->x.nblocks == TEST_CAP / TEST_BLOCK
             && test_same(a, b) && !test_moved && test_jansson > 0,
-            "a Responses body in the temporary file, read by jansson 64 KiB "
-            "at a time: the same hashes as in memory, the file's offset "
-            "left as it was");
+            "a body with an exponent in the temporary file, read by jansson "
+            "64 KiB at a time: the same hashes as in memory, the file's "
+            "offset left as it was");
 
     free(body);
 
@@ -179,7 +179,7 @@ main(void)
 
     /*
      * 400,000 empty objects need ~70 bytes of jansson a body byte; a
-     * Responses body, which the fast path leaves to jansson
+     * prompt that is a list, which the fast path leaves to jansson
      */
 
     len = 400000 * 3 + 32;
@@ -190,7 +190,7 @@ main(void)
         return 255;
     }
 
-    p = ngx_cpymem(body, "{\"input\":[", 10);
+    p = ngx_cpymem(body, "{\"prompt\":[", 11);
 
     for (i = 0; i < 400000; i++) {
         p = ngx_cpymem(p, "{},", 3);

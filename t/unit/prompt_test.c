@@ -928,19 +928,85 @@ main(void)
             "{'input_ids':[1,2,3]}",
             "{'prompt':[1,2,3]}",
             "{'prompt':'a','prompt':'b'}",
-            "{'text':'t','input':'i'}",
             "{'inputs':'q','input_ids':[1]}",
-            "{'instructions':'s','inputs':'q'}"
+            "{'input':{'role':'user','content':'q'}}",
+            "{'input':['q']}",
+            "{'input':[{'role':'user','content':'q'},7]}",
+            "{'input':[{'type':'x','n':0.5}]}",
+            "{'input':[{'role':'user','role':null,'content':'y'}]}"
         };
 
         for (i = 0; i < sizeof(jansson) / sizeof(jansson[0]); i++) {
             test_build(jansson[i], TEST_SIZE, &out);
             test_ok(out.fast == NGX_DECLINED,
                     "fast path: token ids, batches, SGLang's media and "
-                    "parallel sampling, the Responses API and members "
-                    "given twice are left to jansson");
+                    "parallel sampling, a Responses input of another "
+                    "type, an item not an object or with a real number, "
+                    "and members given twice are left to jansson");
         }
     }
+
+    test_fast("fast path: the Responses API, tools, instructions, "
+              "messages and other items",
+              "{'model':'m','instructions':'I',"
+              "'tools':[{'type':'web_search'}],"
+              "'input':[{'role':'user','content':[{'type':'input_text',"
+              "'text':'q'},{'type':'input_image','image_url':'http://x'}]},"
+              "{'type':'function_call','call_id':'c1','name':'f',"
+              "'arguments':'{\\\"cmd\\\":\\\"ls\\\"}'},"
+              "{'type':'function_call_output','call_id':'c1',"
+              "'output':'a\\nb \\u001e'},"
+              "{'type':'message','role':'assistant','id':'m1',"
+              "'content':[{'type':'output_text','text':'a',"
+              "'annotations':[]}]},"
+              "{'call_id':'c2'},{'type':null,'z':[1,{'b':true,'a':null}]},"
+              "{'type':7},{'type':'r\\u00e9\\u001f'},"
+              "{'role':null,'type':'message','content':'x'},{}],"
+              "'stream':true}");
+
+    test_fast("fast path: the Responses API, input before instructions, "
+              "instructions as parts, tools kept",
+              "{'input':[{'role':'developer','content':'d'},"
+              "{'role':'user','content':'q'}],'tools':[{'type':'function',"
+              "'name':'f','parameters':{'type':'object'}}],"
+              "'instructions':[{'type':'input_text','text':'s'}],"
+              "'model':'m'}");
+
+    test_fast("fast path: the Responses API, a string input",
+              "{'input':'hello','instructions':'be nice'}");
+
+    {
+        char        deep[256];
+        u_char     *p;
+        size_t      n;
+        test_out_t  out;
+
+        /* an item's value nested as deep as the body's check lets it */
+
+        for (n = 29; n <= 30; n++) {
+            p = ngx_cpymem(deep, "{'input':[{'type':'x','a':", 26);
+            ngx_memset(p, '[', n);
+            p = ngx_cpymem(p + n, "1", 1);
+            ngx_memset(p, ']', n);
+            ngx_memcpy(p + n, "}]}", 4);
+
+            if (n == 29) {
+                test_fast("fast path: a Responses item 29 arrays deep, the "
+                          "most the body's check takes", deep);
+                continue;
+            }
+
+            test_build(deep, TEST_SIZE, &out);
+            test_ok(out.rc == NGX_OK && out.fast == NGX_DECLINED,
+                    "fast path: a Responses item 30 arrays deep is "
+                    "jansson's");
+        }
+    }
+
+    test_fast("fast path: instructions alone", "{'instructions':'x'}");
+    test_fast("fast path: an empty input list",
+              "{'input':[],'instructions':'x'}");
+    test_fast("fast path: input null", "{'input':null,'instructions':'x'}");
 
     test_same("order: tool calls with their keys in another order",
               "{'model':'m','messages':[{'role':'assistant','content':null,"
