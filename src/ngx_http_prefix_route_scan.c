@@ -142,6 +142,7 @@ typedef struct {
     ngx_uint_t                       untaped;  /* a value it could not */
     ngx_uint_t                       pinned;   /* kept tools in use, bits */
     ngx_uint_t                       norder;   /* of order[] in use */
+    ngx_uint_t                       ids;      /* a prompt of token ids */
     uint32_t                         order[NGX_HTTP_PREFIX_ROUTE_MEMBERS];
 } ngx_http_prefix_route_scan_t;
 
@@ -224,6 +225,8 @@ static ngx_http_prefix_route_node_t
 static ngx_int_t ngx_http_prefix_route_scan_rendered(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f,
     ngx_http_prefix_route_field_t *before);
+static ngx_int_t ngx_http_prefix_route_scan_ids(
+    ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
 static ngx_int_t ngx_http_prefix_route_scan_responses(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f,
     ngx_http_prefix_route_field_t *before);
@@ -362,7 +365,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     pr->nanswers = 0;
     pr->nontext = 0;
     pr->batch = 0;      /* bodies that may be batches are left to jansson */
-    pr->ids = 0;        /* and token ids */
+    pr->ids = 0;        /* no token ids yet */
     pr->skip_cache = 0; /* and bodies that may turn the cache off */
     pr->key = 0;
     pr->seed = 0;
@@ -380,6 +383,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     s.untaped = 0;
     s.pinned = 0;
     s.norder = 0;
+    s.ids = 0;
 
     seen = 0;
     ngx_memzero(seeds, sizeof(seeds));
@@ -506,7 +510,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
         pr->key = pr->len;
     }
 
-    pr->nontext = (s.other != NGX_HTTP_PREFIX_ROUTE_NO_OTHER);
+    pr->nontext = (s.other != NGX_HTTP_PREFIX_ROUTE_NO_OTHER || s.ids);
 
     /* as ngx_http_prefix_route_prompt_seed(): no model is "" */
 
@@ -562,14 +566,22 @@ ngx_http_prefix_route_scan_rendered(ngx_http_prefix_route_scan_t *s,
     if (f[NGX_HTTP_PREFIX_ROUTE_SCAN_PROMPT].value != NULL) {
         v = &f[NGX_HTTP_PREFIX_ROUTE_SCAN_PROMPT];
 
+        if (*v->value == '[') {
+            return ngx_http_prefix_route_scan_ids(s, v);
+        }
+
     } else if (f[NGX_HTTP_PREFIX_ROUTE_SCAN_INPUT].value != NULL
                || f[NGX_HTTP_PREFIX_ROUTE_SCAN_INSTRUCTIONS].value != NULL)
     {
         return ngx_http_prefix_route_scan_responses(s, f, before);
 
-    } else if (text->value != NULL
-               && (*text->value == '"' || *text->value == '['))
+    } else if ((text->value != NULL
+                && (*text->value == '"' || *text->value == '['))
+               || (f[NGX_HTTP_PREFIX_ROUTE_SCAN_IDS].value != NULL
+                   && *f[NGX_HTTP_PREFIX_ROUTE_SCAN_IDS].value == '['))
     {
+        /* SGLang's /generate: its media and parallel sampling are jansson's */
+
         for (i = 0; i < 3; i++) {
             if (f[NGX_HTTP_PREFIX_ROUTE_SCAN_MEDIA + i].value != NULL) {
                 return NGX_DECLINED;
@@ -585,12 +597,15 @@ ngx_http_prefix_route_scan_rendered(ngx_http_prefix_route_scan_t *s,
             }
         }
 
-        v = text;
+        /* a text that is a string or a list before the ids */
 
-    } else if (f[NGX_HTTP_PREFIX_ROUTE_SCAN_IDS].value != NULL
-               && *f[NGX_HTTP_PREFIX_ROUTE_SCAN_IDS].value == '[')
-    {
-        return NGX_DECLINED;
+        if (text->value == NULL || *text->value != '"') {
+            return ngx_http_prefix_route_scan_ids(s,
+                               (text->value != NULL && *text->value == '[')
+                               ? text : &f[NGX_HTTP_PREFIX_ROUTE_SCAN_IDS]);
+        }
+
+        v = text;
 
     } else {
         v = &f[NGX_HTTP_PREFIX_ROUTE_SCAN_INPUTS];
@@ -608,6 +623,81 @@ ngx_http_prefix_route_scan_rendered(ngx_http_prefix_route_scan_t *s,
 
     s->pr->key = s->pr->len;
     s->keyed = 1;
+
+    return NGX_OK;
+}
+
+
+/*
+ * A prompt of token ids, one list of integers (legacy Completions'
+ * "prompt", SGLang's "input_ids" or "text"), as
+ * ngx_http_prefix_route_prompt_ids() writes it: RS "prompt" US 'c' FS,
+ * then each id's digits as jansson prints an integer, and a comma;
+ * pr->ids where the digits begin.  The list was checked with the body (no
+ * exponent, at most 18 digits); a list empty or with another value (a
+ * real number, prompts, lists: a batch) is jansson's.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_ids(ngx_http_prefix_route_scan_t *s,
+    ngx_http_prefix_route_field_t *f)
+{
+    u_char  *p, *q, *last;
+
+    last = f->end - 1;
+
+    for (p = f->value + 1; p < last; p++) {
+        if (*p != ',' && *p != '-' && (*p < '0' || *p > '9')
+            && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+        {
+            return NGX_DECLINED;
+        }
+    }
+
+    s->p = f->value + 1;
+    ngx_http_prefix_route_scan_ws(s);
+
+    if (s->p == last) {
+        return NGX_DECLINED;
+    }
+
+    ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_RS);
+    ngx_http_prefix_route_scan_write(s, (u_char *) "prompt", 6);
+    ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_US);
+    ngx_http_prefix_route_scan_byte(s, 'c');
+    ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_FS);
+
+    s->pr->ids = s->pr->len;
+    s->ids = 1;
+
+    while (s->p < last && !s->stop) {
+        ngx_http_prefix_route_scan_ws(s);
+
+        for (q = s->p; q < last && *q != ',' && *q != ' ' && *q != '\t'
+                       && *q != '\n' && *q != '\r';
+             q++)
+        {
+            /* void */
+        }
+
+        /* "-0" is jansson's 0 */
+
+        if (q - s->p == 2 && s->p[0] == '-' && s->p[1] == '0') {
+            s->p++;
+        }
+
+        ngx_http_prefix_route_scan_write(s, s->p, q - s->p);
+        ngx_http_prefix_route_scan_byte(s, ',');
+
+        s->p = q;
+        ngx_http_prefix_route_scan_ws(s);
+
+        if (s->p < last) {
+            s->p++;     /* the comma */
+        }
+    }
+
+    ngx_http_prefix_route_scan_keyed(s);
 
     return NGX_OK;
 }

@@ -36,8 +36,9 @@ typedef struct {
  * parts (text, or images, audio, files, tool use written by identity),
  * tools, functions and system; for an OpenAI Responses body: tools,
  * instructions, and input as a string or a list of items (the list read
- * twice); or for a prompt rendered, one
- * string (legacy Completions' prompt, SGLang's text, TGI's inputs).
+ * twice); or for a prompt rendered, one string (legacy Completions'
+ * prompt, SGLang's text, TGI's inputs), or one list of token ids (legacy
+ * Completions' prompt, SGLang's input_ids or text).
  * It writes what
  * ngx_http_prefix_route_prompt_build() writes for the same body, values
  * the walk serialises as jansson's JSON_COMPACT|JSON_SORT_KEYS output,
@@ -52,7 +53,8 @@ typedef struct {
  * exponent or more than 18 digits, real numbers in a serialised value,
  * nesting deeper than 32, a member the walk reads given twice, a part by
  * identity the tape cannot hold, a Responses input of another type or an
- * item that is not an object, token ids, batches,
+ * item that is not an object, token ids but in one list of integers,
+ * batches,
  * SGLang's media and parallel sampling; docs/design.md lists them): the
  * fast path never accepts a body jansson refuses.  The fuzzer checks both
  * claims (fuzz/prompt_fuzzer.c).  Never allocates: the values written as

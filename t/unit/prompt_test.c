@@ -904,6 +904,19 @@ main(void)
               "{'tools':[{'name':'f'}],'system':'S','prompt':'p',"
               "'input':'i','text':'t','cache_salt':'c'}");
 
+    test_fast("fast path: legacy Completions' token ids, -0 as 0, spaces",
+              "{'model':'m','prompt':[ 1, 22 ,-0,-5,\n123456789012345678 ],"
+              "'max_tokens':8}");
+    test_fast("fast path: SGLang's input_ids",
+              "{'input_ids':[128000,9906,1917],'sampling_params':"
+              "{'max_new_tokens':8},'image_data':null}");
+    test_fast("fast path: SGLang's text as token ids",
+              "{'text':[1,2,3],'input_ids':[4]}");
+    test_fast("fast path: input_ids before a text that is a number and "
+              "inputs", "{'text':5,'inputs':'q','input_ids':[1,2]}");
+    test_fast("fast path: input_ids after a text that is null",
+              "{'text':null,'input_ids':[7,8,9,10,11,12,13,14,15,16,17]}");
+
     test_fast("fast path: SGLang's text with sampling_params, null media",
               "{'text':'<|im_start|>user\\nq<|im_end|>\\n',"
               "'sampling_params':{'max_new_tokens':8,'temperature':0,"
@@ -925,10 +938,14 @@ main(void)
             "{'text':'t','sampling_params':{'\\u006e':2}}",
             "{'text':'t','sampling_params':{'x':{'n':1}}}",
             "{'text':['a','b']}",
-            "{'input_ids':[1,2,3]}",
-            "{'prompt':[1,2,3]}",
+            "{'text':['a']}",
+            "{'prompt':[1,2.5]}",
+            "{'prompt':[]}",
+            "{'prompt':[[1,2]]}",
+            "{'prompt':[1,'a']}",
+            "{'input_ids':[1,2],'image_data':'x'}",
+            "{'input_ids':[1,2],'sampling_params':{'n':2}}",
             "{'prompt':'a','prompt':'b'}",
-            "{'inputs':'q','input_ids':[1]}",
             "{'input':{'role':'user','content':'q'}}",
             "{'input':['q']}",
             "{'input':[{'role':'user','content':'q'},7]}",
