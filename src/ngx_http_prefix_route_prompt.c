@@ -831,8 +831,8 @@ ngx_http_prefix_route_prompt_eq(json_t *v, char *s)
  * skip_reading_prefix_cache, legacy Completions' echo with logprobs
  * (the prompt's logprobs, in vLLM and SGLang), SGLang's return_logprob
  * with a logprob_start_len (its prefix match stops there), llama.cpp
- * server's cache_prompt false.  The fast path leaves these members to
- * jansson (ngx_http_prefix_route_scan_skip_cache[]).
+ * server's cache_prompt false.  The fast path reads the same members
+ * (ngx_http_prefix_route_scan_cache_off()).
  */
 
 static ngx_uint_t

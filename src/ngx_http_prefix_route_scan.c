@@ -225,6 +225,10 @@ static ngx_http_prefix_route_node_t
 static ngx_int_t ngx_http_prefix_route_scan_rendered(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f,
     ngx_http_prefix_route_field_t *before);
+static ngx_uint_t ngx_http_prefix_route_scan_cache_off(
+    ngx_http_prefix_route_field_t *f);
+static ngx_uint_t ngx_http_prefix_route_scan_literal(
+    ngx_http_prefix_route_field_t *f, char *lit);
 static ngx_int_t ngx_http_prefix_route_scan_ids(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f);
 static ngx_int_t ngx_http_prefix_route_scan_responses(
@@ -325,14 +329,17 @@ static ngx_str_t  ngx_http_prefix_route_scan_prompts[] = {
 };
 
 /*
- * the members that may ask the engine not to read its cache, left to
- * jansson (ngx_http_prefix_route_prompt_skip_cache())
+ * the members that may ask the engine not to read its cache, read as
+ * ngx_http_prefix_route_prompt_skip_cache() reads them (scan_skip_cache())
  */
 static ngx_str_t  ngx_http_prefix_route_scan_skip_cache[] = {
     ngx_string("prompt_logprobs"), ngx_string("skip_reading_prefix_cache"),
-    ngx_string("echo"), ngx_string("logprob_start_len"),
-    ngx_string("cache_prompt")
+    ngx_string("cache_prompt"), ngx_string("echo"), ngx_string("logprobs"),
+    ngx_string("return_logprob"), ngx_string("logprob_start_len")
 };
+
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_CACHE                                      \
+    (sizeof(ngx_http_prefix_route_scan_skip_cache) / sizeof(ngx_str_t))
 
 /* their places in the table */
 #define NGX_HTTP_PREFIX_ROUTE_SCAN_PROMPT        0
@@ -359,14 +366,15 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
                                    *sp;
     ngx_http_prefix_route_scan_t    s;
     ngx_http_prefix_route_field_t   before[3], *f,
-                                    rendered[NGX_HTTP_PREFIX_ROUTE_PROMPTS];
+                                    rendered[NGX_HTTP_PREFIX_ROUTE_PROMPTS],
+                                    cache[NGX_HTTP_PREFIX_ROUTE_SCAN_CACHE];
 
     pr->len = 0;
     pr->nanswers = 0;
     pr->nontext = 0;
     pr->batch = 0;      /* bodies that may be batches are left to jansson */
     pr->ids = 0;        /* no token ids yet */
-    pr->skip_cache = 0; /* and bodies that may turn the cache off */
+    pr->skip_cache = 0;
     pr->key = 0;
     pr->seed = 0;
 
@@ -389,6 +397,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     ngx_memzero(seeds, sizeof(seeds));
     ngx_memzero(before, sizeof(before));
     ngx_memzero(rendered, sizeof(rendered));
+    ngx_memzero(cache, sizeof(cache));
 
     ngx_http_prefix_route_scan_ws(&s);
 
@@ -423,13 +432,11 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
             }
         }
 
-        for (i = 0; i < sizeof(ngx_http_prefix_route_scan_skip_cache)
-                        / sizeof(ngx_str_t); i++)
-        {
+        for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_SCAN_CACHE; i++) {
             if (ngx_http_prefix_route_scan_eq(&key,
                                     &ngx_http_prefix_route_scan_skip_cache[i]))
             {
-                return NGX_DECLINED;
+                f = &cache[i];
             }
         }
 
@@ -511,6 +518,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     }
 
     pr->nontext = (s.other != NGX_HTTP_PREFIX_ROUTE_NO_OTHER || s.ids);
+    pr->skip_cache = ngx_http_prefix_route_scan_cache_off(cache);
 
     /* as ngx_http_prefix_route_prompt_seed(): no model is "" */
 
@@ -625,6 +633,69 @@ ngx_http_prefix_route_scan_rendered(ngx_http_prefix_route_scan_t *s,
     s->keyed = 1;
 
     return NGX_OK;
+}
+
+
+/*
+ * Whether the request asks the engine not to read its cache, from the
+ * members of ngx_http_prefix_route_scan_skip_cache[] as
+ * ngx_http_prefix_route_prompt_skip_cache() reads them: a prompt_logprobs
+ * neither null nor false, skip_reading_prefix_cache true, cache_prompt
+ * false, echo true with logprobs neither null nor false, return_logprob
+ * true with an integer logprob_start_len of 0 or more ("-0" is 0).
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_scan_cache_off(ngx_http_prefix_route_field_t *f)
+{
+    u_char  *p;
+
+    if ((f[0].value != NULL && !ngx_http_prefix_route_scan_literal(&f[0],
+                                                                  "false"))
+        || ngx_http_prefix_route_scan_literal(&f[1], "true")
+        || ngx_http_prefix_route_scan_literal(&f[2], "false"))
+    {
+        return 1;
+    }
+
+    if (ngx_http_prefix_route_scan_literal(&f[3], "true")
+        && f[4].value != NULL
+        && !ngx_http_prefix_route_scan_literal(&f[4], "false"))
+    {
+        return 1;
+    }
+
+    if (!ngx_http_prefix_route_scan_literal(&f[5], "true")
+        || f[6].value == NULL)
+    {
+        return 0;
+    }
+
+    /* a number, checked: an integer has no fraction (nor exponent) */
+
+    for (p = f[6].value; p < f[6].end; p++) {
+        if (*p != '-' && (*p < '0' || *p > '9')) {
+            return 0;
+        }
+    }
+
+    return *f[6].value != '-'
+           || ngx_http_prefix_route_scan_literal(&f[6], "-0");
+}
+
+
+/* a checked member is the literal "lit" (true, false, -0) */
+
+static ngx_uint_t
+ngx_http_prefix_route_scan_literal(ngx_http_prefix_route_field_t *f,
+    char *lit)
+{
+    size_t  len;
+
+    len = ngx_strlen(lit);
+
+    return f->value != NULL && (size_t) (f->end - f->value) == len
+           && ngx_strncmp(f->value, lit, len) == 0;
 }
 
 

@@ -1215,7 +1215,7 @@ main(void)
 
     /* requests that ask the engine not to read its cache for the prompt */
     {
-        ngx_uint_t  ok;
+        ngx_uint_t  ok, differ;
 
         static char  *skip[] = {
             "{'prompt':'a','prompt_logprobs':0}",
@@ -1223,7 +1223,10 @@ main(void)
             "'skip_reading_prefix_cache':true}",
             "{'prompt':'a','echo':true,'logprobs':1}",
             "{'input_ids':[1,2],'return_logprob':true,'logprob_start_len':0}",
-            "{'prompt':'a','cache_prompt':false}"
+            "{'prompt':'a','cache_prompt':false}",
+            "{'prompt':'a','prompt_logprobs':'x'}",
+            "{'logprob_start_len':-0,'text':'a','return_logprob':true}",
+            "{'logprobs':{},'prompt':'a','echo':true}"
         };
 
         static char  *read[] = {
@@ -1235,29 +1238,41 @@ main(void)
             "{'input_ids':[1,2],'return_logprob':true,"
             "'logprob_start_len':-1}",
             "{'text':'a','logprob_start_len':0}",
-            "{'prompt':'a','cache_prompt':true}"
+            "{'prompt':'a','cache_prompt':true}",
+            "{'prompt':'a','prompt_logprobs':false}",
+            "{'prompt':'a','echo':true,'logprobs':false}",
+            "{'prompt':'a','echo':false,'logprobs':1}",
+            "{'text':'a','return_logprob':true,'logprob_start_len':1.5}",
+            "{'text':'a','return_logprob':1,'logprob_start_len':0}",
+            "{'prompt':'a','skip_reading_prefix_cache':false,"
+            "'cache_prompt':null}"
         };
 
+        differ = test_fast_differ;
         ok = 1;
 
         for (i = 0; i < sizeof(skip) / sizeof(skip[0]); i++) {
             test_build(skip[i], TEST_SIZE, &out);
             ok = ok && out.rc == NGX_OK && out.skip_cache
-                 && out.fast == NGX_DECLINED;
+                 && out.fast == NGX_OK;
         }
 
-        test_ok(ok, "prompt logprobs, a cache off, SGLang's logprobs from a "
-                    "start: the engine skips its cache; left to jansson");
+        test_ok(ok && test_fast_differ == differ,
+                "prompt logprobs, a cache off, SGLang's logprobs from a "
+                "start: the engine skips its cache; the fast path agrees");
 
         ok = 1;
 
         for (i = 0; i < sizeof(read) / sizeof(read[0]); i++) {
             test_build(read[i], TEST_SIZE, &out);
-            ok = ok && out.rc == NGX_OK && !out.skip_cache;
+            ok = ok && out.rc == NGX_OK && !out.skip_cache
+                 && out.fast == NGX_OK;
         }
 
-        test_ok(ok, "output logprobs, echo alone, nulls, a start of -1, a "
-                    "cache on: the engine reads its cache");
+        test_ok(ok && test_fast_differ == differ,
+                "output logprobs, echo alone, nulls, a start of -1 or not "
+                "an integer, a cache on: the engine reads its cache; the "
+                "fast path agrees");
     }
 
     test_build("{'text':'a','sampling_params':{'n':1}}", TEST_SIZE, &out);
