@@ -330,7 +330,7 @@ static ngx_str_t  ngx_http_prefix_route_scan_prompts[] = {
 
 /*
  * the members that may ask the engine not to read its cache, read as
- * ngx_http_prefix_route_prompt_skip_cache() reads them (scan_skip_cache())
+ * ngx_http_prefix_route_prompt_skip_cache() reads them (scan_cache_off())
  */
 static ngx_str_t  ngx_http_prefix_route_scan_skip_cache[] = {
     ngx_string("prompt_logprobs"), ngx_string("skip_reading_prefix_cache"),
@@ -554,10 +554,10 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
  * A body without messages, taken in ngx_http_prefix_route_prompt.c's
  * order: a prompt already rendered, one string (legacy Completions'
  * "prompt", SGLang's "text", TGI's "inputs"), written as its
- * ngx_http_prefix_route_prompt_legacy() does, or the Responses API's
- * input and instructions (scan_responses()).  Token ids, batches, and
- * SGLang's media and parallel sampling (any "n" or escape in
- * "sampling_params") are jansson's.
+ * ngx_http_prefix_route_prompt_legacy() does, one list of token ids
+ * (scan_ids()), or the Responses API's input and instructions
+ * (scan_responses()).  Batches, and SGLang's media and parallel sampling
+ * (any "n" or escape in "sampling_params"), are jansson's.
  */
 
 static ngx_int_t
