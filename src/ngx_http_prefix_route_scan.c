@@ -29,6 +29,16 @@
 #define NGX_HTTP_PREFIX_ROUTE_SCAN_DIGITS  18
 
 /*
+ * a number's exponent at most, below 10^(digits + exponent) < DBL_MAX
+ * (1.8e308): jansson refuses a real that overflows ("real number
+ * overflow"); an exponent of more than 3 digits is declined
+ */
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_EXP     308
+
+/* the bytes of a real number the fast path prints at most */
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_REAL    64
+
+/*
  * members of the objects being written as canonical JSON at once, along
  * one path from the outermost, and nodes of the tape (the tools,
  * functions and system values, and one message's, written as JSON): more
@@ -140,6 +150,7 @@ typedef struct {
     ngx_uint_t                       nnodes;   /* of the tape in use */
     ngx_uint_t                       tape;     /* scan_value() tapes */
     ngx_uint_t                       untaped;  /* a value it could not */
+    ngx_uint_t                       reals;    /* it tapes real numbers */
     ngx_uint_t                       pinned;   /* kept tools in use, bits */
     ngx_uint_t                       norder;   /* of order[] in use */
     ngx_uint_t                       ids;      /* a prompt of token ids */
@@ -266,6 +277,8 @@ static ngx_int_t ngx_http_prefix_route_scan_json(
     ngx_http_prefix_route_scan_t *s, uint32_t n);
 static ngx_int_t ngx_http_prefix_route_scan_object(
     ngx_http_prefix_route_scan_t *s, uint32_t n);
+static ngx_int_t ngx_http_prefix_route_scan_real(
+    ngx_http_prefix_route_scan_t *s, u_char *p, size_t len);
 static void ngx_http_prefix_route_scan_json_string(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_span_t *sp);
 static void ngx_http_prefix_route_scan_skip(ngx_http_prefix_route_scan_t *s);
@@ -284,6 +297,7 @@ static ngx_int_t ngx_http_prefix_route_scan_hex(u_char *p, u_char *last,
 static size_t ngx_http_prefix_route_scan_utf8(u_char *p, u_char *last);
 static ngx_int_t ngx_http_prefix_route_scan_number(
     ngx_http_prefix_route_scan_t *s);
+static ngx_uint_t ngx_http_prefix_route_scan_is_real(u_char *p, size_t len);
 static void ngx_http_prefix_route_scan_ws(ngx_http_prefix_route_scan_t *s);
 static u_char *ngx_http_prefix_route_scan_unescape(u_char *q, u_char *last,
     uint32_t *v);
@@ -389,6 +403,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     s.nnodes = 0;
     s.tape = 0;
     s.untaped = 0;
+    s.reals = 1;
     s.pinned = 0;
     s.norder = 0;
     s.ids = 0;
@@ -1791,9 +1806,94 @@ ngx_http_prefix_route_scan_json(ngx_http_prefix_route_scan_t *s, uint32_t n)
             return NGX_OK;
         }
 
+        if (ngx_http_prefix_route_scan_is_real(node->value, node->len)) {
+            return ngx_http_prefix_route_scan_real(s, node->value, node->len);
+        }
+
         ngx_http_prefix_route_scan_write(s, node->value, node->len);
         return NGX_OK;
     }
+}
+
+
+/*
+ * A checked real number as jansson's jsonp_dtostr() prints it: "%.17g" of
+ * the double strtod() reads, ".0" added without a '.' or an exponent, the
+ * exponent's '+' and leading zeros dropped (jansson 2.14, src/strconv.c).
+ * The same libc reads and prints it.  Declined for more than 63 bytes, and
+ * in a locale whose decimal point is not '.', which jansson translates.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_scan_real(ngx_http_prefix_route_scan_t *s, u_char *p,
+    size_t len)
+{
+    int      n;
+    char    *end;
+    u_char  *e, *q, text[NGX_HTTP_PREFIX_ROUTE_SCAN_REAL], out[32];
+    double   v;
+
+    if (len >= NGX_HTTP_PREFIX_ROUTE_SCAN_REAL) {
+        return NGX_DECLINED;
+    }
+
+    ngx_memcpy(text, p, len);
+    text[len] = '\0';
+
+    v = strtod((char *) text, &end);
+
+    if (end != (char *) text + len) {
+        return NGX_DECLINED;
+    }
+
+    /* at most 24 bytes: "-", 17 digits, ".", "e-308" */
+
+    n = snprintf((char *) out, sizeof(out) - 2, "%.17g", v);
+
+    if (n <= 0 || (size_t) n >= sizeof(out) - 2) {
+        return NGX_DECLINED;
+    }
+
+    e = NULL;
+
+    for (q = out; q < out + n; q++) {
+        if (*q == 'e') {
+            e = q;
+
+        } else if (*q != '.' && *q != '-' && *q != '+'
+                   && (*q < '0' || *q > '9'))
+        {
+            return NGX_DECLINED;
+        }
+    }
+
+    if (e == NULL) {
+        if (ngx_strlchr(out, out + n, '.') == NULL) {
+            out[n++] = '.';
+            out[n++] = '0';
+        }
+
+        ngx_http_prefix_route_scan_write(s, out, n);
+        return NGX_OK;
+    }
+
+    /* "e+020" is "e20", "e-05" is "e-5" */
+
+    q = e + 1;
+
+    if (*q == '-') {
+        q++;
+    }
+
+    ngx_http_prefix_route_scan_write(s, out, q - out);
+
+    for (q = (*q == '+') ? q + 1 : q; q < out + n - 1 && *q == '0'; q++) {
+        /* void */
+    }
+
+    ngx_http_prefix_route_scan_write(s, q, out + n - q);
+
+    return NGX_OK;
 }
 
 
@@ -2070,9 +2170,9 @@ scalar:
     if (node != NULL) {
         node->len = s->p - node->value;
 
-        /* jansson prints a real number from a double ("%.17g") */
-
-        if (ngx_strlchr(node->value, s->p, '.') != NULL) {
+        if (!s->reals
+            && ngx_http_prefix_route_scan_is_real(node->value, node->len))
+        {
             s->tape = 0;
             s->untaped = 1;
         }
@@ -2098,6 +2198,7 @@ ngx_http_prefix_route_scan_tape(u_char *p, u_char *last)
     s.nnodes = 0;
     s.tape = 1;
     s.untaped = 0;
+    s.reals = 0;
 
     if (ngx_http_prefix_route_scan_value(&s, 1) != NGX_OK || s.untaped) {
         return NULL;
@@ -2485,15 +2586,18 @@ ngx_http_prefix_route_scan_utf8(u_char *p, u_char *last)
 
 
 /*
- * A number of JSON's grammar; declined with an exponent or more than
- * NGX_HTTP_PREFIX_ROUTE_SCAN_DIGITS integer digits, where jansson could
- * find it out of range.
+ * A number of JSON's grammar; declined with more than
+ * NGX_HTTP_PREFIX_ROUTE_SCAN_DIGITS integer digits or an exponent of more
+ * than 3 digits, or one that could take it past a double's range: where
+ * jansson could find it out of range.
  */
 
 static ngx_int_t
 ngx_http_prefix_route_scan_number(ngx_http_prefix_route_scan_t *s)
 {
-    u_char  *p, *last, *digits;
+    u_char      *p, *last, *digits;
+    size_t       n, whole;
+    ngx_uint_t   exp, minus;
 
     p = s->p;
     last = s->last;
@@ -2521,7 +2625,9 @@ ngx_http_prefix_route_scan_number(ngx_http_prefix_route_scan_t *s)
         }
     }
 
-    if (p - digits > NGX_HTTP_PREFIX_ROUTE_SCAN_DIGITS) {
+    whole = p - digits;
+
+    if (whole > NGX_HTTP_PREFIX_ROUTE_SCAN_DIGITS) {
         return NGX_DECLINED;
     }
 
@@ -2537,13 +2643,70 @@ ngx_http_prefix_route_scan_number(ngx_http_prefix_route_scan_t *s)
         }
     }
 
-    if (p < last && (*p == 'e' || *p == 'E')) {
+    if (p == last || (*p != 'e' && *p != 'E')) {
+        s->p = p;
+        return NGX_OK;
+    }
+
+    p++;
+    minus = 0;
+
+    if (p < last && (*p == '+' || *p == '-')) {
+        minus = (*p++ == '-');
+    }
+
+    if (p == last || *p < '0' || *p > '9') {
+        return NGX_DECLINED;
+    }
+
+    while (p < last && *p == '0') {
+        p++;
+    }
+
+    exp = 0;
+
+    for (n = 0; p < last && *p >= '0' && *p <= '9'; n++) {
+
+        if (n == 3) {
+            return NGX_DECLINED;
+        }
+
+        exp = exp * 10 + (*p++ - '0');
+    }
+
+    /* below 10^(whole + exp); far below DBL_MIN is 0, as jansson's */
+
+    if (!minus && whole + exp > NGX_HTTP_PREFIX_ROUTE_SCAN_EXP) {
         return NGX_DECLINED;
     }
 
     s->p = p;
 
     return NGX_OK;
+}
+
+
+/*
+ * A checked scalar is a real number to jansson: a number with a fraction
+ * or an exponent (true and false have an 'e' too).
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_scan_is_real(u_char *p, size_t len)
+{
+    u_char  *last;
+
+    if (*p != '-' && (*p < '0' || *p > '9')) {
+        return 0;
+    }
+
+    for (last = p + len; p < last; p++) {
+        if (*p == '.' || *p == 'e' || *p == 'E') {
+            return 1;
+        }
+    }
+
+    return 0;
 }
 
 

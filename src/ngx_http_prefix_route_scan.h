@@ -49,13 +49,13 @@ typedef struct {
  * it (but pr->nontext: 1, not a count, when a part by identity is in the
  * prompt), or NGX_DECLINED for anything else, invalid JSON included: the
  * caller then parses the body with jansson, the reference.  Some bodies
- * jansson reads are declined on purpose (escaped keys, numbers with an
- * exponent or more than 18 digits, real numbers in a serialised value,
- * nesting deeper than 32, a member the walk reads given twice, a part by
- * identity the tape cannot hold, a Responses input of another type or an
- * item that is not an object, token ids but in one list of integers,
- * batches,
- * SGLang's media and parallel sampling; docs/design.md lists them): the
+ * jansson reads are declined on purpose (escaped keys, numbers of more
+ * than 18 integer digits or near a double's range, real numbers of more
+ * than 63 bytes in a serialised value, nesting deeper than 32, a member
+ * the walk reads given twice, a part by identity the tape cannot hold, a
+ * Responses input of another type or an item that is not an object,
+ * token ids but in one list of integers, batches, SGLang's media and
+ * parallel sampling; docs/design.md lists them): the
  * fast path never accepts a body jansson refuses.  The fuzzer checks both
  * claims (fuzz/prompt_fuzzer.c).  Never allocates: the values written as
  * canonical JSON are put on a static tape of 8192 nodes as they are

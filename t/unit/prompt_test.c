@@ -850,19 +850,6 @@ main(void)
                 "fast path: a part whose type is escaped is left to jansson, "
                 "which compares it decoded (text here; helper-46)");
 
-        test_build("{'messages':[{'role':'user','content':[{'type':"
-                   "'image_url','image_url':{'url':'u','detail':0.5}}]}]}",
-                   TEST_SIZE, &out);
-        test_ok(out.rc == NGX_OK && out.fast == NGX_DECLINED,
-                "fast path: an image part with a real number is left to "
-                "jansson (which prints a double)");
-
-        test_build("{'messages':[{'role':'user','content':'q'}],"
-                   "'tools':[{'name':'f','x':0.5}]}", TEST_SIZE, &out);
-        test_ok(out.rc == NGX_OK && out.fast == NGX_DECLINED,
-                "fast path: a real number in tools is left to jansson "
-                "(which prints a double)");
-
         /* an object of 300 members in tools: past the sort's array */
         {
             char        body[4096], *p;
@@ -888,6 +875,65 @@ main(void)
                    "'content':'r'}]}", TEST_SIZE, &out);
         test_ok(out.rc == NGX_OK && out.fast == NGX_DECLINED,
                 "fast path: a member given twice is left to jansson");
+    }
+
+    /* real numbers, printed as jansson prints a double */
+
+    test_fast("fast path: real numbers in tools as jansson prints them "
+              "(%.17g, .0 added, the exponent's + and zeros dropped)",
+              "{'messages':[{'role':'user','content':'q'}],'tools':[{"
+              "'name':'f','x':[0.5,0.1,-0.0,100.0,1e5,1E+20,1e-5,-2.5E-07,"
+              "1e17,1e16,5e-324,1e-400,0.1e1,123.456e2,1e0,1e-0,1e+000,"
+              "123456789012345678e-3,-123456789012345678.5e290,1e307,"
+              "0.000000000000000000000000000000000000000000000000000001,"
+              "2.2250738585072014e-308,9007199254740993.0,-0,7]}]}");
+
+    test_fast("fast path: a real number in an image part, a Responses "
+              "item and a request member not written",
+              "{'model':'m','temperature':0.7,'top_p':1e-1,"
+              "'messages':[{'role':'user','content':[{'type':'image_url',"
+              "'image_url':{'url':'u','detail':0.5}}]}],"
+              "'seed':-1.5e3}");
+
+    test_fast("fast path: a Responses item with a real number",
+              "{'input':[{'type':'x','n':0.5,'m':[2e-3,{'k':3.25}]}]}");
+
+    {
+        ngx_uint_t                       i;
+        json_error_t                     err;
+        ngx_http_prefix_route_prompt_t   pr;
+        u_char                           buf[64], text[128];
+
+        /* what jansson refuses ("real number overflow") is declined */
+
+        static char  *refused[] = {
+            "{'prompt':'p','temperature':1e309}",
+            "{'prompt':'p','tools':[-1e309]}",
+            "{'prompt':'p','x':123456789012345678e292}",
+            "{'prompt':'p','x':1e}",
+            "{'prompt':'p','x':1e+}",
+            "{'prompt':'p','x':1.e5}",
+            "{'prompt':'p','x':1.5E}",
+            "{'prompt':'p','x':1e5.0}",
+            "{'prompt':'p','x':01e5}"
+        };
+
+        for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+            test_quote(text, refused[i], ngx_strlen(refused[i]));
+
+            ngx_memzero(&pr, sizeof(pr));
+            pr.buf = buf;
+            pr.size = sizeof(buf);
+
+            test_ok(json_loadb((char *) text, ngx_strlen(refused[i]), 0,
+                               &err) == NULL
+                    && ngx_http_prefix_route_scan(text,
+                                                  ngx_strlen(refused[i]),
+                                                  &pr)
+                       == NGX_DECLINED,
+                    "fast path: a number jansson refuses (out of a "
+                    "double's range, no digits) is declined");
+        }
     }
 
     test_fast("fast path: legacy Completions' prompt, escapes, UTF-8 and "
@@ -949,7 +995,6 @@ main(void)
             "{'input':{'role':'user','content':'q'}}",
             "{'input':['q']}",
             "{'input':[{'role':'user','content':'q'},7]}",
-            "{'input':[{'type':'x','n':0.5}]}",
             "{'input':[{'role':'user','role':null,'content':'y'}]}"
         };
 
@@ -958,7 +1003,7 @@ main(void)
             test_ok(out.fast == NGX_DECLINED,
                     "fast path: token ids, batches, SGLang's media and "
                     "parallel sampling, a Responses input of another "
-                    "type, an item not an object or with a real number, "
+                    "type, an item not an object, "
                     "and members given twice are left to jansson");
         }
     }
