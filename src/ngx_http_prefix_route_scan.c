@@ -51,10 +51,11 @@
  * tools and functions values whose canonical JSON a worker keeps, and the
  * bytes of one at most (its body's and its JSON's): an agent sends the
  * same tools on every turn (bench/results/extract.md: their JSON was most
- * of a 4 KiB agent body's time)
+ * of a 4 KiB agent body's time); one MCP server's 60 tools are 14,081
+ * tokens of JSON (anthropics/claude-code#16466), some 56 KB
  */
 #define NGX_HTTP_PREFIX_ROUTE_TOOLS       4
-#define NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE  32768
+#define NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE  131072
 
 
 /*
@@ -1155,19 +1156,24 @@ ngx_http_prefix_route_scan_known(ngx_http_prefix_route_scan_t *s,
 
 /*
  * The canonical JSON of a tools or functions value (f->value to f->end):
- * the one kept for its bytes (scan_known()), else written from the body
- * and kept when whole, an array or object.  The same bytes give the same
- * JSON, so the kept one is what the writer would write; a value it
- * declined is never kept.  A slot another member of the body uses is not
- * taken.
+ * the one kept for its bytes (scan_known()), else, for an array or object,
+ * written whole into a slot, kept, and copied (or measured), cut where the
+ * buffer is full as the writer cuts it.  So the kept JSON serves any cap
+ * and place, and tools longer than the cap are kept too.  The same bytes
+ * give the same JSON; a value the writer declined is never kept, one whose
+ * JSON fills the slot is written from the body.  A slot another member of
+ * the body uses is not taken.
  */
 
 static ngx_int_t
 ngx_http_prefix_route_scan_tools(ngx_http_prefix_route_scan_t *s,
     ngx_http_prefix_route_field_t *f)
 {
-    size_t                          len, start;
-    ngx_http_prefix_route_tools_t  *t;
+    size_t                           len;
+    ngx_int_t                        rc;
+    ngx_uint_t                       stop, aside, full;
+    ngx_http_prefix_route_tools_t   *t;
+    ngx_http_prefix_route_prompt_t  *pr, slot;
 
     static ngx_uint_t  next;
 
@@ -1177,17 +1183,11 @@ ngx_http_prefix_route_scan_tools(ngx_http_prefix_route_scan_t *s,
     }
 
     len = f->end - f->value;
-    start = s->pr->len;
 
-    if (ngx_http_prefix_route_scan_json_at(s, f) != NGX_OK) {
-        return NGX_DECLINED;
-    }
-
-    if (s->aside || s->stop || len > NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE
-        || s->pr->len - start > NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE
+    if (len > NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE
         || (*f->value != '[' && *f->value != '{'))
     {
-        return NGX_OK;
+        return ngx_http_prefix_route_scan_json_at(s, f);
     }
 
     while (s->pinned & ((ngx_uint_t) 1 << next)) {
@@ -1195,15 +1195,48 @@ ngx_http_prefix_route_scan_tools(ngx_http_prefix_route_scan_t *s,
     }
 
     t = &ngx_http_prefix_route_scan_tools_kept[next];
+    t->len = 0;
+
+    /* written into the slot as into a prompt buffer of its size */
+
+    ngx_memzero(&slot, sizeof(ngx_http_prefix_route_prompt_t));
+    slot.buf = t->json;
+    slot.size = NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE;
+
+    pr = s->pr;
+    stop = s->stop;
+    aside = s->aside;
+    s->pr = &slot;
+    s->stop = 0;
+    s->aside = NGX_HTTP_PREFIX_ROUTE_WRITE;
+
+    rc = ngx_http_prefix_route_scan_json_at(s, f);
+
+    full = s->stop;
+    s->pr = pr;
+    s->stop = stop;
+    s->aside = aside;
+
+    if (rc != NGX_OK) {
+        return NGX_DECLINED;
+    }
+
+    if (full) {
+        /* the slot is full, whether or not the JSON goes on */
+        return ngx_http_prefix_route_scan_json_at(s, f);
+    }
+
+    t->json_len = slot.len;
+
     s->pinned |= (ngx_uint_t) 1 << next;
     next = (next + 1) % NGX_HTTP_PREFIX_ROUTE_TOOLS;
 
     t->len = len;
-    t->json_len = s->pr->len - start;
     ngx_memcpy(t->body, f->value, len);
-    ngx_memcpy(t->json, s->pr->buf + start, t->json_len);
 
     f->kept = t;
+
+    ngx_http_prefix_route_scan_write(s, t->json, t->json_len);
 
     return NGX_OK;
 }

@@ -69,7 +69,7 @@ ngx_int_t ngx_http_prefix_route_scan(u_char *p, size_t len,
 
 /*
  * The fast path keeps the canonical JSON of the last 4 tools or functions
- * values it wrote (up to 32 KiB each, 256 KiB in all, static), found again
+ * values it wrote (up to 128 KiB each, 1 MiB in all, static), found again
  * by comparing the body's bytes whole, and then not checked again: an
  * agent sends the same tools on every turn.  This forgets them, for a
  * test or a benchmark of the first sight of a value.  Never fails.

@@ -877,6 +877,85 @@ main(void)
                 "fast path: a member given twice is left to jansson");
     }
 
+    /*
+     * tools kept whole at any cap: first seen at cap 0 (the buffer full
+     * before them), then written from the kept JSON at every other
+     */
+
+    {
+        test_out_t   out;
+
+        static char  *tools = "{'messages':[{'role':'user','content':'q'}],"
+                              "'tools':[{'name':'f','description':"
+                              "'a\\nb \\u00e9 \\\"q\\\"'}],'functions':"
+                              "[{'name':'g','description':'c\\td\\/'}]}";
+
+        ngx_http_prefix_route_scan_forget();
+        test_build(tools, 0, &out);
+
+        test_fast("fast path: tools and functions with escapes, kept at "
+                  "cap 0, written at every cap from what was kept", tools);
+    }
+
+    /*
+     * tools whose JSON outgrows the kept slot (128 KiB; a real number
+     * prints longer than the body has it): written from the body, the
+     * same on the first sight and the next
+     */
+
+    {
+        u_char                          *body, *buf[2], *p;
+        size_t                           len[2];
+        ngx_uint_t                       i, n, ok;
+        ngx_http_prefix_route_prompt_t   pr;
+
+        static char  tail[] = "],\"messages\":[{\"role\":\"user\","
+                              "\"content\":\"q\"}]}";
+
+        body = malloc(65536);
+        buf[0] = malloc(262144);
+        buf[1] = malloc(262144);
+
+        if (body == NULL || buf[0] == NULL || buf[1] == NULL) {
+            printf("Bail out! out of memory\n");
+            exit(255);
+        }
+
+        p = ngx_cpymem(body, "{\"tools\":[", 10);
+
+        for (i = 0; i < 6000; i++) {
+            p = ngx_cpymem(p, i ? ",1e300" : "1e300", i ? 6 : 5);
+        }
+
+        p = ngx_cpymem(p, tail, sizeof(tail) - 1);
+
+        ok = 1;
+        ngx_http_prefix_route_scan_forget();
+
+        for (i = 0; i < 2; i++) {
+            ngx_memzero(&pr, sizeof(pr));
+            pr.buf = buf[i];
+            pr.size = 262144;
+
+            ok = ok && ngx_http_prefix_route_scan(body, p - body, &pr)
+                       == NGX_OK;
+            len[i] = pr.len;
+        }
+
+        for (n = 0, p = buf[0]; ok && p < buf[0] + len[0]; p++) {
+            n += (ngx_strncmp(p, "1.0000000000000001e300", 22) == 0);
+        }
+
+        test_ok(ok && n == 6000 && len[0] == len[1] && len[0] > 131072
+                && ngx_memcmp(buf[0], buf[1], len[0]) == 0,
+                "fast path: tools whose JSON outgrows the kept slot are "
+                "written whole from the body, on the next sight too");
+
+        free(body);
+        free(buf[0]);
+        free(buf[1]);
+    }
+
     /* real numbers, printed as jansson prints a double */
 
     test_fast("fast path: real numbers in tools as jansson prints them "
