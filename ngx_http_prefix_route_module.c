@@ -2131,6 +2131,7 @@ static void
 ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     ngx_http_prefix_route_ctx_t *ctx)
 {
+    ngx_int_t                          rc;
     ngx_http_request_body_t           *rb;
     ngx_http_prefix_route_extract_t    x;
     ngx_http_prefix_route_srv_conf_t  *prcf;
@@ -2181,7 +2182,13 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     x.answers = ctx->answers;
     x.max_answers = NGX_HTTP_PREFIX_ROUTE_ANSWERS;
 
-    if (ngx_http_prefix_route_extract(&x, rb->bufs) != NGX_OK) {
+    rc = ngx_http_prefix_route_extract(&x, rb->bufs);
+
+    if (x.jansson) {
+        (void) ngx_atomic_fetch_add(&prcf->index.sh->jansson_bodies, 1);
+    }
+
+    if (rc != NGX_OK) {
 
         switch (x.error) {
 

@@ -160,6 +160,7 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     x->batch = 0;
     x->skip_cache = 0;
     x->foreign_salt = 0;
+    x->jansson = 0;
     x->json_error = 0;
     x->position = 0;
 
@@ -219,6 +220,8 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
         rc = NGX_OK;
         goto built;
     }
+
+    x->jansson = 1;
 
     ngx_memzero(&body, sizeof(ngx_http_prefix_route_body_t));
     body.cl = in;

@@ -106,6 +106,9 @@ typedef struct {
                                                      (cut or not); 0 with
                                                      NULL */
     unsigned                          whole:1;    /* len < max_prefix */
+    unsigned                          jansson:1;  /* the fast path left
+                                                     the body to jansson
+                                                     (read or refused) */
     unsigned                          nontext:1;  /* images, audio, files
                                                      or tool use parts */
     unsigned                          batch:1;    /* several prompts or

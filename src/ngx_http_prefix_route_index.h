@@ -474,6 +474,8 @@ typedef struct {
                                                    shadow mode, not used) */
     ngx_atomic_t                     reusable;      /* requests with a
                                                    longest match */
+    ngx_atomic_t                     jansson_bodies; /* the fast path left
+                                                   to jansson */
 
     /* when the next round of engine probes is due, ms */
     ngx_msec_t                       probe_due;

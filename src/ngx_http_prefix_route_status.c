@@ -51,6 +51,7 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_U_LONGEST,
     NGX_HTTP_PREFIX_ROUTE_U_PREDICTED,
     NGX_HTTP_PREFIX_ROUTE_U_REUSABLE,
+    NGX_HTTP_PREFIX_ROUTE_U_JANSSON,
     NGX_HTTP_PREFIX_ROUTE_U_PREDICTED_TOKENS,
     NGX_HTTP_PREFIX_ROUTE_U_REPORTED_TOKENS,
     NGX_HTTP_PREFIX_ROUTE_U_SHADOW,
@@ -215,6 +216,9 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
       "shadow mode, would have chosen." },
     { "reusable", "reusable_requests_total", "counter",
       "Requests of which a usable peer held a prefix." },
+    { "jansson_bodies", "jansson_bodies_total", "counter",
+      "Request bodies the fast path left to jansson, 10 to 100 times "
+      "slower, in the worker's event loop (docs/tuning.md says which)." },
     { "predicted_tokens", "predicted_cached_tokens_total", "counter",
       "Cached tokens predicted on the peers prefix_route chose (in shadow "
       "mode, would have chosen), for the responses that reported usage." },
@@ -527,6 +531,7 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_LONGEST] = sh->longest_bytes;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_PREDICTED] = sh->predicted_bytes;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_REUSABLE] = sh->reusable;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_JANSSON] = sh->jansson_bodies;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SIZE] = prcf->shm_zone->shm.size;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SHADOW] = prcf->shadow;
 
