@@ -29,9 +29,9 @@
 #define NGX_HTTP_PREFIX_ROUTE_SCAN_DIGITS  18
 
 /*
- * a number's exponent at most, below 10^(digits + exponent) < DBL_MAX
- * (1.8e308): jansson refuses a real that overflows ("real number
- * overflow"); an exponent of more than 3 digits is declined
+ * integer digits plus a positive exponent at most: the number is below
+ * 10^308 < DBL_MAX (1.8e308), where jansson refuses it ("real number
+ * overflow"); an exponent of more than 3 digits is declined too
  */
 #define NGX_HTTP_PREFIX_ROUTE_SCAN_EXP     308
 
