@@ -256,13 +256,19 @@ my $p = 'nginx_prefix_route_peer_state\{upstream="twice",peer="127\.0\.0\.1:1940
 
 
 
-=== TEST 14: a body the fast path reads leaves jansson_bodies as it was; one it leaves to jansson (an escaped key) adds one, in JSON and Prometheus text
+=== TEST 14: bodies the fast path reads (a chat, tools with real numbers and exponents) leave jansson_bodies as it was; one it leaves to jansson (an escaped key) adds one, in JSON and Prometheus text
 --- request eval
 ["GET /status", ::ask("fast"),
+ "POST /v1/chat/completions\n"
+ . '{"model":"m","temperature":0.7,"top_p":9.5e-1,"tools":[{"type":'
+ . '"function","function":{"name":"f","parameters":{"type":"object",'
+ . '"properties":{"x":{"type":"number","minimum":-0.5,"maximum":1E+3,'
+ . '"default":2.5e-7}}}}}],"messages":[{"role":"user","content":"reals"}]}',
  "POST /v1/chat/completions\n"
  . '{"model":"m","messages":[{"role":"user","cont\\u0065nt":"escaped"}]}',
  "GET /status", "GET /status?format=prometheus"]
 --- response_body_like eval
 ["\"name\":\"llm\",.*\"jansson_bodies\":0,", "^b[12]\n\$", "^b[12]\n\$",
+ "^b[12]\n\$",
  "\"name\":\"llm\",.*\"jansson_bodies\":1,.*\"name\":\"other\",.*\"jansson_bodies\":0,",
  qr/# TYPE nginx_prefix_route_jansson_bodies_total counter\nnginx_prefix_route_jansson_bodies_total\{upstream="llm"\} 1\nnginx_prefix_route_jansson_bodies_total\{upstream="other"\} 0\n/]
