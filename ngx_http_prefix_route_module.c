@@ -2174,6 +2174,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     /* the prompt and its hashes are built in the process's buffers */
 
     x.max_prefix = prcf->max_prefix;
+    x.max_parse = prcf->max_parse;
     x.block = prcf->block;
     x.buf = NULL;
     x.hash = NULL;
@@ -2202,6 +2203,13 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
                           "prefix_route: request body of %O bytes needs "
                           "more than %uz bytes to parse, round robin",
                           x.size, x.budget);
+            break;
+
+        case NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME:
+            ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
+                          "prefix_route: request body of %O bytes takes "
+                          "jansson more than max_parse=%Mms to parse, "
+                          "round robin", x.size, x.max_parse);
             break;
 
         case NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON:
@@ -4221,6 +4229,7 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
 
     conf->block = 64;
     conf->max_prefix = 65536;
+    conf->max_parse = 50;
     conf->capacity = 2 * 1024 * 1024;
     conf->choice.policy = NGX_HTTP_PREFIX_ROUTE_POLICY_TTFT;
     conf->choice.affinity = 100;
@@ -4238,15 +4247,16 @@ ngx_http_prefix_route_create_conf(ngx_conf_t *cf)
  *              [capacity=size] [affinity=number] [policy=ttft|cache_aware]
  *              [max_load=percent|off] [feedback=on|correct|off]
  *              [instances=number] [tenant_share=percent|off]
- *              [max_errors=number|off] [shadow];
+ *              [max_errors=number|off] [max_parse=time|off] [shadow];
  *
  * Sizes are bytes of canonical prompt (zone: bytes of shared memory),
  * affinity a factor with two decimals (kept in hundredths), max_load and
- * tenant_share percents; docs/reference.md gives each one's range and
- * default.  Returns NGX_CONF_ERROR, after a message naming the mistake,
- * for a value out of range, a parameter unknown or given twice, a zone
- * missing or shared, and a place the balancer cannot take.  decay= is
- * obsolete, accepted with a warning until a release drops it.
+ * tenant_share percents, max_parse an nginx time (kept in ms);
+ * docs/reference.md gives each one's range and default.  Returns
+ * NGX_CONF_ERROR, after a message naming the mistake, for a value out of
+ * range, a parameter unknown or given twice, a zone missing or shared,
+ * and a place the balancer cannot take.  decay= is obsolete, accepted
+ * with a warning until a release drops it.
  */
 
 static char *
@@ -4431,6 +4441,30 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             }
 
             prcf->max_errors = n;
+            continue;
+        }
+
+        if (ngx_strcmp(value[i].data, "max_parse=off") == 0) {
+            prcf->max_parse = 0;
+            continue;
+        }
+
+        if (ngx_strncmp(value[i].data, "max_parse=", 10) == 0) {
+
+            s.data = value[i].data + 10;
+            s.len = value[i].len - 10;
+
+            n = ngx_parse_time(&s, 0);
+
+            if (n < 1 || n > 10000) {
+                ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                                   "invalid max_parse \"%V\", it must be "
+                                   "a time from 1ms to 10s, or \"off\"",
+                                   &value[i]);
+                return NGX_CONF_ERROR;
+            }
+
+            prcf->max_parse = n;
             continue;
         }
 

@@ -50,6 +50,8 @@ typedef enum {
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_OK = 0,
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_EMPTY,     /* no body */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_BUDGET,    /* parsing needs more */
+    NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME,      /* parsing took longer than
+                                                max_parse */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON,      /* not JSON jansson reads */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT, /* none of the shapes */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY     /* no memory for buf, hash */
@@ -77,6 +79,8 @@ typedef struct {
                                                      value; empty: none */
     ngx_uint_t                        cache_salt; /* with salt: the body's
                                                      cache_salt counts too */
+    ngx_msec_t                        max_parse;  /* ms of jansson's parse
+                                                     at most; 0: no limit */
 
     /* set by ngx_http_prefix_route_extract() */
     off_t                             size;       /* bytes of body */
@@ -150,8 +154,10 @@ void ngx_http_prefix_route_extract_exit(void);
  * byte, else NGX_DECLINED with x->error saying why (and for
  * NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON, jansson's error code and byte; the
  * error's text is not kept, it quotes the body).  jansson allocates at
- * most x->budget bytes for it, all freed before the return.  Not
- * reentrant: a process parses one body at a time.
+ * most x->budget bytes for it, all freed before the return, and its parse
+ * is stopped (NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME) at its first 1 KiB read
+ * after x->max_parse ms of the monotonic clock.  Not reentrant: a process
+ * parses one body at a time.
  */
 ngx_int_t ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     ngx_chain_t *in);

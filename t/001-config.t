@@ -414,7 +414,7 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"llama\",\"messages\":[{\"role
 block=48 and max_prefix=1k: a prompt of more than 1k is cut at 1024 bytes,
 and a repeat matches 21 whole blocks of 48 bytes, 1008 bytes.
 --- http_config eval
-::upstream("zone=llm:256k block=48 max_prefix=1k capacity=64k affinity=2.5 policy=ttft max_load=200% instances=3 tenant_share=25%", 1, 2)
+::upstream("zone=llm:256k block=48 max_prefix=1k capacity=64k affinity=2.5 policy=ttft max_load=200% instances=3 tenant_share=25% max_parse=200ms", 1, 2)
 . ::backends(1, 2)
 --- request eval
 my $sys = "Summarise the following document in one line. " x 40;
@@ -429,10 +429,11 @@ my $req = "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\
 
 === TEST 35: the boundary values are accepted
 zone=128k (the minimum), block=16, max_prefix=16 (= block), capacity=0,
-affinity=0, max_load=100%, instances=1, tenant_share=1%: a 40-byte prompt has 2 whole blocks of 16 bytes, and
+affinity=0, max_load=100%, instances=1, tenant_share=1%, max_parse=1ms: a
+40-byte prompt has 2 whole blocks of 16 bytes, and
 the prefix index still records them (affinity=0 only stops them counting).
 --- http_config eval
-::upstream("zone=llm:128k block=16 max_prefix=16 capacity=0 affinity=0 max_load=100% instances=1 tenant_share=1%", 1) . ::backends(1)
+::upstream("zone=llm:128k block=16 max_prefix=16 capacity=0 affinity=0 max_load=100% instances=1 tenant_share=1% max_parse=1ms", 1) . ::backends(1)
 --- request eval
 my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 40) . "\"}";
 [$req, $req]
@@ -445,9 +446,9 @@ my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 40) . 
 
 === TEST 36: the upper boundary values are accepted
 block=64k, max_prefix=16m, capacity=1024m, affinity=10, max_load=10000%,
-instances=1000, tenant_share=100%
+instances=1000, tenant_share=100%, max_parse=10s
 --- http_config eval
-::upstream("zone=llm:1m block=64k max_prefix=16m capacity=1024m affinity=10 max_load=10000% instances=1000 tenant_share=100%", 1) . ::backends(1)
+::upstream("zone=llm:1m block=64k max_prefix=16m capacity=1024m affinity=10 max_load=10000% instances=1000 tenant_share=100% max_parse=10s", 1) . ::backends(1)
 --- request eval
 "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 100) . "\"}"
 --- response_headers_like
@@ -866,3 +867,35 @@ GET /status
 --- no_error_log
 has nothing to show
 [error]
+
+
+
+=== TEST 76: max_parse is a time from 1ms
+--- http_config eval: ::upstream("zone=llm:1m max_parse=0", 1)
+--- must_die
+--- error_log
+invalid max_parse "max_parse=0", it must be a time from 1ms to 10s, or "off"
+
+
+
+=== TEST 77: max_parse is a time to 10s
+--- http_config eval: ::upstream("zone=llm:1m max_parse=11s", 1)
+--- must_die
+--- error_log
+invalid max_parse "max_parse=11s", it must be a time from 1ms to 10s, or "off"
+
+
+
+=== TEST 78: max_parse is a time, not a word
+--- http_config eval: ::upstream("zone=llm:1m max_parse=fast", 1)
+--- must_die
+--- error_log
+invalid max_parse "max_parse=fast", it must be a time from 1ms to 10s, or "off"
+
+
+
+=== TEST 79: max_parse given twice, off first, is an error
+--- http_config eval: ::upstream("zone=llm:1m max_parse=off max_parse=1s", 1)
+--- must_die
+--- error_log
+duplicate parameter "max_parse=1s"

@@ -102,7 +102,10 @@ add_block_preprocessor(sub {
     my $block = shift;
     $block->set_value(main_config => $LoadModule . $LoadEcho . "error_log logs/info.log info;\n")
         unless defined $block->main_config;
-    $block->set_value(http_config => upstream(1 .. 4) . echo_backends(1 .. 4))
+    # what jansson reads of these bodies is tested at any speed (valgrind's
+    # too): max_parse is TEST 23's
+    $block->set_value(http_config => upstream("zone=llm:1m max_parse=off", 1 .. 4)
+                                     . echo_backends(1 .. 4))
         unless defined $block->http_config;
     # no temporary file for the echoed bodies: nginx would warn about it
     $block->set_value(config => ($block->config // "")
@@ -306,6 +309,12 @@ our $Flat6m = chat_str(text($Marker, 6_000_000));
 our $Objects6m = qq({"model":"m","prompt":[{"role":"user","content":"$Marker"},)
     . join(",", ("{}") x 2_000_000) . "]}";
 (our $Messages6m = $Objects6m) =~ s/"prompt"/"messages"/;
+
+# TEST 23: 700,000 distinct keys (9 MB) beside a chat message, and an
+# escaped key that leaves the body to jansson: some 0.7 s of its parse on
+# this project's machines (5-12 MB/s for this shape)
+our $Keys9m = chat_str(text($Marker, 600));
+substr($Keys9m, -1, 0) = qq(,"\\u0061":1,) . join(",", map { sprintf '"k%07d":1', $_ } 1 .. 700_000);
 
 # a --- response_body pattern that matches whatever the response when the
 # peak resident memory (VmHWM) of nginx's processes so far is below $mb MB;
@@ -803,3 +812,30 @@ location = /peak {
 --- response_body eval
 ["$::Flat6m\n", ::peak_below(150), "$::Objects6m\n", ::peak_below(150),
  "$::Messages6m\n", ::peak_below(150)]
+
+
+
+=== TEST 23: a body jansson parses for longer than max_parse is balanced by round robin, one info line; with max_parse=off it is read
+The budget bounds jansson's memory, max_parse (50 ms by default) its
+time: 700,000 distinct keys take it some 0.7 s.  The same body sent to
+a group with max_parse=off is read: MISS on its 607 bytes of prompt.
+--- timeout: 10
+--- http_config eval
+::upstream(1 .. 4) . ::upstream("zone=off:1m max_parse=off", 1 .. 4)
+. ::echo_backends(1 .. 4)
+--- config
+client_body_buffer_size 16m;
+location /off/ {
+    proxy_pass http://off/;
+    proxy_max_temp_file_size 0;
+    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
+}
+--- request eval
+[::post($::Keys9m), "POST /off/v1/chat/completions HTTP/1.0\n$::Keys9m"]
+--- response_headers eval
+["X-Prefix-Route: BYPASS 0 0", "X-Prefix-Route: MISS 0 607"]
+--- response_body eval
+::echoed($::Keys9m, $::Keys9m)
+--- info_lines eval
+[::info_line("info", "prefix_route: request body of " . length($::Keys9m)
+             . " bytes takes jansson more than max_parse=50ms to parse, round robin")]

@@ -54,6 +54,7 @@ static ngx_file_t   test_file;
 static ngx_uint_t   test_moved;     /* the stage moved the file's offset */
 static ngx_str_t    test_salt;      /* prefix_route_salt's value */
 static ngx_uint_t   test_cache_salt;
+static ngx_msec_t   test_max_parse;  /* max_parse=, ms; 0: off */
 static ngx_uint_t   test_own;       /* the stage's buffers, not out's */
 static ngx_uint_t   test_chunked;   /* an empty last buffer, as nginx's
                                        chunked body filter appends */
@@ -75,7 +76,7 @@ int
 main(void)
 {
     FILE          *f;
-    u_char        *body, *p;
+    u_char        *body, *p, *head;
     size_t         len, i;
     test_out_t    *a, *b;
     ngx_uint_t     ok;
@@ -206,6 +207,42 @@ main(void)
             && a->x.budget == NGX_HTTP_PREFIX_ROUTE_JSON_BUDGET(len),
             "a body that needs more than its budget to parse is declined: "
             "budget");
+    free(body);
+
+    /*
+     * max_parse: 200,000 distinct keys (and an escaped one, which the fast
+     * path leaves to jansson) take jansson some 200 ms (5-12 MB/s), 200
+     * times the 1 ms allowed, where the budget lets them through
+     */
+
+    len = 200000 * 14 + 128;
+    body = malloc(len);
+
+    if (body == NULL) {
+        printf("Bail out! no memory\n");
+        return 255;
+    }
+
+    head = (u_char *) "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+                      "\"content\":\"hello\"}],\"\\u0061\":1";
+    p = ngx_cpymem(body, head, ngx_strlen(head));
+
+    for (i = 0; i < 200000; i++) {
+        p += sprintf((char *) p, ",\"k%07zu\":1", i);
+    }
+
+    *p++ = '}';
+    len = p - body;
+
+    test_max_parse = 1;
+    test_extract(body, len, TEST_PIECES, 0, a);
+    test_max_parse = 0;
+    test_extract(body, len, TEST_PIECES, 0, b);
+    test_ok(a->rc == NGX_DECLINED
+            && a->x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME
+            && a->x.jansson && b->rc == NGX_OK && b->x.jansson,
+            "a body jansson parses for longer than max_parse is declined: "
+            "time; without max_parse it is read");
     free(body);
 
     body = (u_char *) "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",";
@@ -453,6 +490,7 @@ test_extract(u_char *body, size_t len, ngx_uint_t pieces, ngx_uint_t in_file,
     out->x.max_answers = 8;
     out->x.salt = test_salt;
     out->x.cache_salt = test_cache_salt;
+    out->x.max_parse = test_max_parse;
 
     out->rc = ngx_http_prefix_route_extract(&out->x, pieces ? chain : NULL);
 
