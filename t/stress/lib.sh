@@ -26,7 +26,7 @@
 # (lists-kill), 19991 (bench/kill/run, which sources this file), 20261
 # (resolve-reuse, after bench/lock's 20001-20250), 20271 (records-epoch),
 # 20281 (probe-epoch), 20291 (records-linger), 20301 (resolve-back),
-# 20311 (dead-server, to 20316);
+# 20311 (dead-server, to 20316), 20321 (slow-parse);
 # a new check takes the next free block (the project's tests and benchmarks use other
 # ranges).
 
