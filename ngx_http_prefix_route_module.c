@@ -2206,6 +2206,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
             break;
 
         case NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME:
+            (void) ngx_atomic_fetch_add(&prcf->index.sh->parse_stopped, 1);
             ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                           "prefix_route: request body of %O bytes takes "
                           "jansson more than max_parse=%Mms to parse, "

@@ -476,6 +476,8 @@ typedef struct {
                                                    longest match */
     ngx_atomic_t                     jansson_bodies; /* the fast path left
                                                    to jansson */
+    ngx_atomic_t                     parse_stopped; /* of those, stopped at
+                                                   max_parse */
 
     /* when the next round of engine probes is due, ms */
     ngx_msec_t                       probe_due;

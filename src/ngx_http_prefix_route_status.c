@@ -52,6 +52,7 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_U_PREDICTED,
     NGX_HTTP_PREFIX_ROUTE_U_REUSABLE,
     NGX_HTTP_PREFIX_ROUTE_U_JANSSON,
+    NGX_HTTP_PREFIX_ROUTE_U_PARSE_STOPPED,
     NGX_HTTP_PREFIX_ROUTE_U_PREDICTED_TOKENS,
     NGX_HTTP_PREFIX_ROUTE_U_REPORTED_TOKENS,
     NGX_HTTP_PREFIX_ROUTE_U_SHADOW,
@@ -219,6 +220,9 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
     { "jansson_bodies", "jansson_bodies_total", "counter",
       "Request bodies the fast path left to jansson, 10 to 100 times "
       "slower, in the worker's event loop (docs/tuning.md says which)." },
+    { "parse_stopped", "parse_stopped_total", "counter",
+      "Request bodies whose jansson parse was stopped at max_parse, balanced "
+      "by round robin." },
     { "predicted_tokens", "predicted_cached_tokens_total", "counter",
       "Cached tokens predicted on the peers prefix_route chose (in shadow "
       "mode, would have chosen), for the responses that reported usage." },
@@ -532,6 +536,7 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_PREDICTED] = sh->predicted_bytes;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_REUSABLE] = sh->reusable;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_JANSSON] = sh->jansson_bodies;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_PARSE_STOPPED] = sh->parse_stopped;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SIZE] = prcf->shm_zone->shm.size;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SHADOW] = prcf->shadow;
 

@@ -30,6 +30,12 @@ CONF
 
 # a 1000-byte system prompt with the marker word "Zanzibarian", then $q
 our $System = text("Zanzibarian assistant", 1000);
+
+# TEST 15: 200,000 distinct keys and an escaped one (2.8 MB): some 0.2 s of
+# jansson's parse, 200 times the 1 ms that upstream other then allows
+our $Keys = '{"model":"m","messages":[{"role":"user","content":"keys"}],"\\u0061":1'
+    . join("", map { sprintf ',"k%07d":1', $_ } 1 .. 200_000) . "}";
+
 sub ask { chat([sys($System), user(text($_[0], 100))]) }
 
 add_block_preprocessor(sub {
@@ -61,7 +67,7 @@ the 15 the backend was sent again are protected.
 [::ask("first"), ::ask("second"), "GET /v1/models", "GET /status"]
 --- response_body_like eval
 ["^b[12]\n\$", "^b[12]\n\$", "^b[12]\n\$",
- qr/\A\{"upstreams":\[\{"name":"llm","zone":"llm","zone_size":1048576,"zone_used":\d+,"blocks":19,"holders":19,"protected":15,"held_back":0,"tenants":1,"evictions":0,"forgotten":0,"index_bytes":1216,"capped":0,"mending":0,"records":2,"prompt_bytes":2232,"matched_bytes":960,"longest_bytes":960,"predicted_bytes":960,"reusable":1,"jansson_bodies":0,"predicted_tokens":0,"reported_tokens":0,"shadow":0,"requests":\{"BYPASS":1,"MISS":1,"HIT":1,"SPILL":0,"NONE":0\},"lock_hold_ns_log2":\[(?:\d+,){31}\d+\],"models":\[\],"peers":\[\{"name":"127\.0\.0\.1:19401","server":"127\.0\.0\.1:19401","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\},\{"name":"127\.0\.0\.1:19402","server":"127\.0\.0\.1:19402","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\}\]\},\{"name":"other","zone":"other",.*"requests":\{"BYPASS":0,"MISS":0,"HIT":0,"SPILL":0,"NONE":0\}.*\],"version":"[^"]+","build_id":"[0-9a-f]*"\}\n\z/s]
+ qr/\A\{"upstreams":\[\{"name":"llm","zone":"llm","zone_size":1048576,"zone_used":\d+,"blocks":19,"holders":19,"protected":15,"held_back":0,"tenants":1,"evictions":0,"forgotten":0,"index_bytes":1216,"capped":0,"mending":0,"records":2,"prompt_bytes":2232,"matched_bytes":960,"longest_bytes":960,"predicted_bytes":960,"reusable":1,"jansson_bodies":0,"parse_stopped":0,"predicted_tokens":0,"reported_tokens":0,"shadow":0,"requests":\{"BYPASS":1,"MISS":1,"HIT":1,"SPILL":0,"NONE":0\},"lock_hold_ns_log2":\[(?:\d+,){31}\d+\],"models":\[\],"peers":\[\{"name":"127\.0\.0\.1:19401","server":"127\.0\.0\.1:19401","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\},\{"name":"127\.0\.0\.1:19402","server":"127\.0\.0\.1:19402","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\}\]\},\{"name":"other","zone":"other",.*"requests":\{"BYPASS":0,"MISS":0,"HIT":0,"SPILL":0,"NONE":0\}.*\],"version":"[^"]+","build_id":"[0-9a-f]*"\}\n\z/s]
 --- response_headers eval
 ["", "", "", "Content-Type: application/json"]
 
@@ -272,3 +278,17 @@ my $p = 'nginx_prefix_route_peer_state\{upstream="twice",peer="127\.0\.0\.1:1940
  "^b[12]\n\$",
  "\"name\":\"llm\",.*\"jansson_bodies\":1,.*\"name\":\"other\",.*\"jansson_bodies\":0,",
  qr/# TYPE nginx_prefix_route_jansson_bodies_total counter\nnginx_prefix_route_jansson_bodies_total\{upstream="llm"\} 1\nnginx_prefix_route_jansson_bodies_total\{upstream="other"\} 0\n/]
+
+
+
+=== TEST 15: a body whose parse is stopped at max_parse adds one to parse_stopped and to jansson_bodies, in JSON and Prometheus text; the escaped key parsed in time did not
+--- http_config eval
+::upstream("zone=llm:1m", 1, 2) . ::upstream("zone=other:1m max_parse=1ms", 3)
+. ::backends(1 .. 3)
+--- request eval
+["GET /status", "POST /other/v1/chat/completions\n$::Keys", "GET /status",
+ "GET /status?format=prometheus"]
+--- response_body_like eval
+["\"name\":\"other\",.*\"jansson_bodies\":0,\"parse_stopped\":0,", "^b3\n\$",
+ "\"name\":\"llm\",.*\"jansson_bodies\":1,\"parse_stopped\":0,.*\"name\":\"other\",.*\"jansson_bodies\":1,\"parse_stopped\":1,",
+ qr/# TYPE nginx_prefix_route_parse_stopped_total counter\nnginx_prefix_route_parse_stopped_total\{upstream="llm"\} 0\nnginx_prefix_route_parse_stopped_total\{upstream="other"\} 1\n/]
