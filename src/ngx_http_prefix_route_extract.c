@@ -73,7 +73,6 @@ static size_t ngx_http_prefix_route_read(void *buffer, size_t buflen,
 static void *ngx_http_prefix_route_json_malloc(size_t size);
 static void ngx_http_prefix_route_json_free(void *p);
 static void ngx_http_prefix_route_json_end(size_t budget);
-static int64_t ngx_http_prefix_route_now(void);
 
 
 /*
@@ -86,10 +85,10 @@ static ngx_uint_t  ngx_http_prefix_route_json_limited;
 static ngx_uint_t  ngx_http_prefix_route_json_refused;
 
 /*
- * and its time, up to a deadline on the monotonic clock (ns; 0: none):
- * the budget bounds memory, not time, and a body of many distinct keys
- * parses at 5-12 MB/s (a 9 MB one took 0.7 s: design.md, "Parsing is
- * bounded")
+ * and its time, parse and walk, up to a deadline of
+ * ngx_http_prefix_route_prompt_clock() (ns; 0: none): the budget bounds
+ * memory, not time, and a body of many distinct keys parses at 5-12 MB/s
+ * (a 9 MB one took 0.7 s: design.md, "Parsing is bounded")
  */
 static int64_t     ngx_http_prefix_route_json_deadline;
 static ngx_uint_t  ngx_http_prefix_route_json_late;
@@ -216,6 +215,8 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     pr.batch = 0;
     pr.skip_cache = 0;
     pr.ids = 0;
+    pr.deadline = 0;
+    pr.late = 0;
 
     /*
      * the fast path, for the commonest bodies, in memory or in the
@@ -244,9 +245,10 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     ngx_http_prefix_route_json_refused = 0;
     ngx_http_prefix_route_json_late = 0;
     ngx_http_prefix_route_json_deadline = x->max_parse
-                                   ? ngx_http_prefix_route_now()
+                                   ? ngx_http_prefix_route_prompt_clock()
                                      + (int64_t) x->max_parse * 1000000
                                    : 0;
+    pr.deadline = ngx_http_prefix_route_json_deadline;
 
     /* jansson leaves the error unset when an allocation fails */
     ngx_memzero(&err, sizeof(json_error_t));
@@ -281,6 +283,11 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     json_decref(root);
 
     ngx_http_prefix_route_json_end(x->budget);
+
+    if (pr.late) {
+        x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME;
+        return NGX_DECLINED;
+    }
 
 built:
 
@@ -536,8 +543,8 @@ ngx_http_prefix_route_read(void *buffer, size_t buflen, void *data)
     /* a signed difference: the deadline is ahead or behind the clock */
 
     if (ngx_http_prefix_route_json_deadline
-        && ngx_http_prefix_route_now() - ngx_http_prefix_route_json_deadline
-           > 0)
+        && ngx_http_prefix_route_prompt_clock()
+           - ngx_http_prefix_route_json_deadline > 0)
     {
         ngx_http_prefix_route_json_late = 1;
         return (size_t) -1;
@@ -651,27 +658,6 @@ ngx_http_prefix_route_json_end(size_t budget)
     {
         (void) malloc_trim(0);
     }
-#endif
-}
-
-
-/* the monotonic clock, ns: jansson's parse is timed on it */
-
-static int64_t
-ngx_http_prefix_route_now(void)
-{
-#if (NGX_HAVE_CLOCK_MONOTONIC)
-    struct timespec  ts;
-
-    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-
-    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
-#else
-    struct timeval  tv;
-
-    ngx_gettimeofday(&tv);
-
-    return (int64_t) tv.tv_sec * 1000000000 + (int64_t) tv.tv_usec * 1000;
 #endif
 }
 

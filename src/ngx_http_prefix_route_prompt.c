@@ -37,6 +37,15 @@ typedef struct {
 } ngx_http_prefix_route_walk_t;
 
 
+/* a value's canonical JSON as jansson hands it over */
+typedef struct {
+    char                            *data;   /* jansson's allocator's */
+    size_t                           len;    /* bytes */
+    size_t                           size;   /* bytes */
+    ngx_http_prefix_route_prompt_t  *pr;
+} ngx_http_prefix_route_dumped_t;
+
+
 static void ngx_http_prefix_route_prompt_native(
     ngx_http_prefix_route_walk_t *w, json_t *root, json_t *prompt);
 static void ngx_http_prefix_route_prompt_chat(ngx_http_prefix_route_walk_t *w,
@@ -84,8 +93,12 @@ static ngx_uint_t ngx_http_prefix_route_prompt_eq(json_t *v, char *s);
 static ngx_uint_t ngx_http_prefix_route_prompt_skip_cache(json_t *root);
 static void ngx_http_prefix_route_prompt_seed(json_t *root,
     ngx_http_prefix_route_prompt_t *pr);
-static char *ngx_http_prefix_route_prompt_bytes(json_t *v, u_char **p,
-    size_t *len);
+static char *ngx_http_prefix_route_prompt_bytes(
+    ngx_http_prefix_route_prompt_t *pr, json_t *v, u_char **p, size_t *len);
+static int ngx_http_prefix_route_prompt_grow(const char *buffer, size_t size,
+    void *data);
+static ngx_uint_t ngx_http_prefix_route_prompt_late(
+    ngx_http_prefix_route_prompt_t *pr);
 
 
 ngx_int_t
@@ -104,6 +117,7 @@ ngx_http_prefix_route_prompt_build(json_t *root,
     pr->ids = 0;
     pr->key = 0;
     pr->seed = 0;
+    pr->late = 0;
 
     if (!json_is_object(root)) {
         return NGX_DECLINED;
@@ -622,7 +636,7 @@ ngx_http_prefix_route_prompt_part(ngx_http_prefix_route_walk_t *w,
         return;
     }
 
-    if (json_dump_callback(part, ngx_http_prefix_route_prompt_digest, NULL,
+    if (json_dump_callback(part, ngx_http_prefix_route_prompt_digest, w,
                            NGX_HTTP_PREFIX_ROUTE_JSON)
         != 0)
     {
@@ -689,6 +703,12 @@ static int
 ngx_http_prefix_route_prompt_digest(const char *buffer, size_t size,
     void *data)
 {
+    ngx_http_prefix_route_walk_t  *w = data;
+
+    if (ngx_http_prefix_route_prompt_late(w->pr)) {
+        return -1;
+    }
+
     ngx_http_prefix_route_hash_add((u_char *) buffer, size);
 
     return 0;
@@ -701,6 +721,11 @@ ngx_http_prefix_route_prompt_dump(const char *buffer, size_t size, void *data)
     ngx_http_prefix_route_walk_t  *w;
 
     w = data;
+
+    if (ngx_http_prefix_route_prompt_late(w->pr)) {
+        w->stop = 1;
+        return -1;
+    }
 
     ngx_http_prefix_route_prompt_text(w, (u_char *) buffer, size);
 
@@ -874,7 +899,7 @@ ngx_http_prefix_route_prompt_seed(json_t *root,
     ngx_uint_t    i;
     json_free_t   free_fn;
 
-    model_json = ngx_http_prefix_route_prompt_bytes(
+    model_json = ngx_http_prefix_route_prompt_bytes(pr,
                      ngx_http_prefix_route_prompt_get(root, "model"),
                      &model, &model_len);
 
@@ -883,7 +908,7 @@ ngx_http_prefix_route_prompt_seed(json_t *root,
         model_len = 0;
     }
 
-    salt_json = ngx_http_prefix_route_prompt_bytes(
+    salt_json = ngx_http_prefix_route_prompt_bytes(pr,
                     ngx_http_prefix_route_prompt_get(root, "cache_salt"),
                     &salt, &salt_len);
 
@@ -896,7 +921,7 @@ ngx_http_prefix_route_prompt_seed(json_t *root,
     /* the engines key their cache by these too */
 
     for (i = 0; i < NGX_HTTP_PREFIX_ROUTE_KEYS; i++) {
-        key_json = ngx_http_prefix_route_prompt_bytes(
+        key_json = ngx_http_prefix_route_prompt_bytes(pr,
                        ngx_http_prefix_route_prompt_get(root,
                            (char *) ngx_http_prefix_route_hash_keys[i].data),
                        &key, &key_len);
@@ -928,9 +953,11 @@ ngx_http_prefix_route_prompt_seed(json_t *root,
 
 
 static char *
-ngx_http_prefix_route_prompt_bytes(json_t *v, u_char **p, size_t *len)
+ngx_http_prefix_route_prompt_bytes(ngx_http_prefix_route_prompt_t *pr,
+    json_t *v, u_char **p, size_t *len)
 {
-    char  *s;
+    json_free_t                     free_fn;
+    ngx_http_prefix_route_dumped_t  d;
 
     /*
      * The bytes of a string, or the canonical JSON of another value, which
@@ -949,17 +976,114 @@ ngx_http_prefix_route_prompt_bytes(json_t *v, u_char **p, size_t *len)
         return NULL;
     }
 
-    s = json_dumps(v, NGX_HTTP_PREFIX_ROUTE_JSON);
+    /*
+     * json_dumps()'s text, through a callback that stops at the deadline:
+     * a model of 150,000 real numbers took 0.1-0.24 s to serialise after
+     * its parse (helper-69)
+     */
 
-    if (s == NULL) {
-        /* out of memory: present, but without a text */
+    d.data = NULL;
+    d.len = 0;
+    d.size = 0;
+    d.pr = pr;
+
+    if (json_dump_callback(v, ngx_http_prefix_route_prompt_grow, &d,
+                           NGX_HTTP_PREFIX_ROUTE_JSON)
+        != 0
+        || ngx_http_prefix_route_prompt_grow("", 1, &d) != 0)
+    {
+        json_get_alloc_funcs(NULL, &free_fn);
+        free_fn(d.data);
+
+        /* out of memory, or late: present, but without a text */
         *p = (u_char *) "";
         *len = 0;
         return NULL;
     }
 
-    *p = (u_char *) s;
-    *len = ngx_strlen(s);
+    *p = (u_char *) d.data;
+    *len = d.len - 1;
 
-    return s;
+    return d.data;
+}
+
+
+/*
+ * jansson's dump callback that appends to a buffer of its allocator,
+ * doubled as needed; -1 when out of memory or past the deadline.
+ */
+
+static int
+ngx_http_prefix_route_prompt_grow(const char *buffer, size_t size,
+    void *data)
+{
+    ngx_http_prefix_route_dumped_t  *d = data;
+
+    char           *p;
+    size_t          n;
+    json_free_t     free_fn;
+    json_malloc_t   malloc_fn;
+
+    if (ngx_http_prefix_route_prompt_late(d->pr)) {
+        return -1;
+    }
+
+    if (size > d->size - d->len) {
+        n = ngx_max(ngx_max(2 * d->size, d->len + size), 64);
+
+        json_get_alloc_funcs(&malloc_fn, &free_fn);
+
+        p = malloc_fn(n);
+        if (p == NULL) {
+            return -1;
+        }
+
+        if (d->len) {
+            ngx_memcpy(p, d->data, d->len);
+        }
+
+        free_fn(d->data);
+
+        d->data = p;
+        d->size = n;
+    }
+
+    ngx_memcpy(d->data + d->len, buffer, size);
+    d->len += size;
+
+    return 0;
+}
+
+
+/* whether the walk is past pr->deadline: then pr->late, for good */
+
+static ngx_uint_t
+ngx_http_prefix_route_prompt_late(ngx_http_prefix_route_prompt_t *pr)
+{
+    if (pr->deadline && !pr->late
+        && ngx_http_prefix_route_prompt_clock() - pr->deadline > 0)
+    {
+        pr->late = 1;
+    }
+
+    return pr->late;
+}
+
+
+int64_t
+ngx_http_prefix_route_prompt_clock(void)
+{
+#if (NGX_HAVE_CLOCK_MONOTONIC)
+    struct timespec  ts;
+
+    (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+
+    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
+#else
+    struct timeval  tv;
+
+    ngx_gettimeofday(&tv);
+
+    return (int64_t) tv.tv_sec * 1000000000 + (int64_t) tv.tv_usec * 1000;
+#endif
 }

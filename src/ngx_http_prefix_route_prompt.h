@@ -53,6 +53,11 @@ typedef struct {
                              when the prompt is one list of them and
                              nothing else, bytes; 0: it is not (its
                              engine tokens are then the ids: one a comma) */
+    int64_t      deadline; /* set by the caller: the time of
+                             ngx_http_prefix_route_prompt_clock() past
+                             which the walk stops, ns; 0: none */
+    ngx_uint_t   late;    /* the walk stopped at the deadline: what it
+                             wrote is not the prompt */
 } ngx_http_prefix_route_prompt_t;
 
 
@@ -66,9 +71,18 @@ typedef struct {
  * holds the canonical prompt cut to its first pr->size bytes; the walk
  * stops once the buffer is full.  Never allocates outside jansson, and
  * frees what jansson allocates before returning; never fails otherwise.
+ * Past pr->deadline, checked as jansson hands over each piece of a value
+ * it serialises (the walk's only costs not bounded by pr->size: a part's
+ * digest, the model's JSON), it stops with pr->late set.
  */
 ngx_int_t ngx_http_prefix_route_prompt_build(json_t *root,
     ngx_http_prefix_route_prompt_t *pr);
+
+/*
+ * The monotonic clock (CLOCK_MONOTONIC, else the time of day), ns: a
+ * body's parse and walk are timed on it (max_parse).  Never fails.
+ */
+int64_t ngx_http_prefix_route_prompt_clock(void);
 
 
 #endif /* _NGX_HTTP_PREFIX_ROUTE_PROMPT_H_INCLUDED_ */

@@ -1668,7 +1668,15 @@ ngx_http_prefix_route_scan_other(ngx_http_prefix_route_scan_t *s)
 
     ngx_http_prefix_route_scan_byte(s, NGX_HTTP_PREFIX_ROUTE_FS);
 
-    if (s->stop && s->aside != NGX_HTTP_PREFIX_ROUTE_MEASURE) {
+    /*
+     * passed over after a full buffer, and once what goes first measures
+     * the cap: its length then only says that no message fits (a system
+     * of 8 MB of parts took 1.3 s to measure whole, helper-69)
+     */
+
+    if (s->aside == NGX_HTTP_PREFIX_ROUTE_MEASURE
+        ? s->measured >= s->pr->size : s->stop)
+    {
         ngx_http_prefix_route_scan_skip(s);
         return NGX_OK;
     }

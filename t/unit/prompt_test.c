@@ -59,6 +59,7 @@ typedef struct {
     ngx_uint_t  batch;
     ngx_uint_t  skip_cache;
     size_t      ids;
+    ngx_uint_t  late;       /* the walk stopped at pr.deadline */
     size_t      answers[2 * 4];  /* assistant messages: [start, end) */
     u_char      buf[TEST_SIZE + 16];
     ngx_int_t   fast;       /* the fast path's answer for the same body */
@@ -95,6 +96,7 @@ static ngx_uint_t test_count(test_out_t *out, u_char c);
 static ngx_uint_t  test_allocs;
 static size_t      test_live;
 static size_t      test_biggest;
+static int64_t     test_deadline;  /* pr.deadline of test_build() */
 static ngx_uint_t  test_builds;       /* bodies built */
 static ngx_uint_t  test_fast_taken;   /* of them, taken by the fast path */
 static ngx_uint_t  test_forget;       /* the fast path forgets kept tools */
@@ -219,8 +221,11 @@ test_build(const char *json, size_t size, test_out_t *out)
 
     json_decref(root);
 
+    /* a walk stopped at its deadline is not the prompt to compare with */
+
     test_builds++;
-    out->fast = test_fast_path(text, len, size, out);
+    out->fast = out->late ? NGX_DECLINED
+                          : test_fast_path(text, len, size, out);
 }
 
 
@@ -326,6 +331,7 @@ test_build_json(json_t *root, size_t size, test_out_t *out)
     pr.len = 12345;
     pr.key = 12345;
     pr.seed = 0;
+    pr.deadline = test_deadline;
     pr.name = NULL;
     pr.answers = out->answers;
     pr.max_answers = 4;
@@ -348,6 +354,7 @@ test_build_json(json_t *root, size_t size, test_out_t *out)
     out->batch = pr.batch;
     out->ids = pr.ids;
     out->skip_cache = pr.skip_cache;
+    out->late = pr.late;
 
     if (out->buf[size] != TEST_CANARY) {
         printf("Bail out! wrote past the prefix cap of %d bytes\n", (int) size);
@@ -1977,6 +1984,88 @@ main(void)
             "took");
     printf("#   it took %d of %d bodies built, %d differ\n",
            (int) test_fast_taken, (int) test_builds, (int) test_fast_differ);
+
+    /*
+     * a system of parts that does not fit beside the messages is measured
+     * only up to the cap: the part of 9,000 values after one that reaches
+     * it, more than the tape holds, is passed over, and the fast path
+     * writes what jansson does (helper-69: measured whole, 8 MB of such
+     * parts took 1.3 s)
+     */
+
+    big = malloc(TEST_SIZE);
+    if (big == NULL) {
+        printf("Bail out! no memory\n");
+        return 255;
+    }
+
+    {
+        u_char      *p;
+        size_t       differ, size;
+        ngx_uint_t   taken;
+
+        p = ngx_cpymem(big, "{'model':'m','system':[{'type':'image','source':"
+                       "{'data':'abc'}},{'type':'image','v':[",
+                       sizeof("{'model':'m','system':[{'type':'image','source':"
+                              "{'data':'abc'}},{'type':'image','v':[") - 1);
+
+        for (i = 0; i < 9000; i++) {
+            p = ngx_cpymem(p, i ? ",1" : "1", i ? 2 : 1);
+        }
+
+        p = ngx_cpymem(p, "]}],'messages':[{'role':'user','content':'hi'}]}",
+                       sizeof("]}],'messages':[{'role':'user','content':"
+                              "'hi'}]}"));
+
+        differ = test_fast_differ;
+        taken = 1;
+
+        for (size = 1; size <= 40 && taken; size++) {
+            test_build((char *) big, size, &out);
+            taken = (out.fast == NGX_OK && out.rc == NGX_OK);
+        }
+
+        test_ok(taken && test_fast_differ == differ,
+                "a system of parts measured up to the cap: a part the tape "
+                "cannot hold after it is passed over, as jansson's walk "
+                "leaves it");
+    }
+
+    free(big);
+
+    /*
+     * max_parse: past pr.deadline (here 1 ns after the clock's epoch) the
+     * walk stops at the first piece jansson serialises, a model that is
+     * not a string or a part by identity, leaking nothing; a walk that
+     * serialises nothing (text alone) is not late; a deadline an hour
+     * ahead changes nothing
+     */
+
+    test_deadline = 1;
+    test_build("{'model':[1.5,2.5],'messages':[{'role':'user','content':"
+               "'hi'}]}", TEST_SIZE, &out);
+    test_build("{'model':'m','messages':[{'role':'user','content':[{'type':"
+               "'image_url','image_url':{'url':'u'}}]}]}", TEST_SIZE, &out2);
+    test_build("{'model':'m','messages':[{'role':'user','content':'hi'}]}",
+               TEST_SIZE, &out3);
+    test_ok(out.late && out.leaked == 0 && out2.late && out2.leaked == 0
+            && !out3.late && out3.rc == NGX_OK && out3.len > 0,
+            "past the deadline the walk stops, late, at a model or a part "
+            "jansson serialises; text alone is not late");
+
+    test_deadline = ngx_http_prefix_route_prompt_clock()
+                    + (int64_t) 3600 * 1000000000;
+    test_build("{'model':[1.5,2.5],'messages':[{'role':'user','content':[{"
+               "'type':'image_url','image_url':{'url':'u'}}]}]}",
+               TEST_SIZE, &out);
+    test_deadline = 0;
+    test_build("{'model':[1.5,2.5],'messages':[{'role':'user','content':[{"
+               "'type':'image_url','image_url':{'url':'u'}}]}]}",
+               TEST_SIZE, &out2);
+    test_ok(!out.late && out.rc == NGX_OK && out.len == out2.len
+            && ngx_memcmp(out.buf, out2.buf, out.len) == 0
+            && out.seed == out2.seed && out.model == out2.model,
+            "a deadline ahead changes neither the prompt nor the seed");
 
     return test_done();
 }
