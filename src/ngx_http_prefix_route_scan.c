@@ -973,9 +973,11 @@ ngx_http_prefix_route_scan_item(ngx_http_prefix_route_scan_t *s)
  * are already written from pr->buf's start (their place in the body is
  * often after them: openai-python, anthropic).  With room under the cap,
  * they are written after the messages and swapped with them through the
- * room left; else their length is measured, the messages' bytes that
- * still fit are moved up and the segments written before them.  The key
- * and the answers follow: what the walk would have written in its order.
+ * room left; else their length is measured (parts by identity only up
+ * to the cap, past which it only says that no message fits), the
+ * messages' bytes that still fit are moved up and the segments written
+ * before them.  The key and the answers follow: what the walk would have
+ * written in its order.
  */
 
 static ngx_int_t
