@@ -49,6 +49,7 @@ typedef struct {
     off_t                               offset;      /* in cl->buf */
     u_char                             *pos;         /* bytes not yet */
     u_char                             *last;        /* handed over */
+    ngx_http_prefix_route_prompt_t     *pr;          /* its deadline */
 } ngx_http_prefix_route_body_t;
 
 
@@ -83,15 +84,6 @@ static size_t      ngx_http_prefix_route_json_left;
 static size_t      ngx_http_prefix_route_json_low;     /* of left */
 static ngx_uint_t  ngx_http_prefix_route_json_limited;
 static ngx_uint_t  ngx_http_prefix_route_json_refused;
-
-/*
- * and its time, parse and walk, up to a deadline of
- * ngx_http_prefix_route_prompt_clock() (ns; 0: none): the budget bounds
- * memory, not time, and a body of many distinct keys parses at 5-12 MB/s
- * (a 9 MB one took 0.7 s: design.md, "Parsing is bounded")
- */
-static int64_t     ngx_http_prefix_route_json_deadline;
-static ngx_uint_t  ngx_http_prefix_route_json_late;
 
 static void     *(*ngx_http_prefix_route_json_alloc)(size_t size) = malloc;
 static void      (*ngx_http_prefix_route_json_release)(void *p) = free;
@@ -236,6 +228,7 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
 
     ngx_memzero(&body, sizeof(ngx_http_prefix_route_body_t));
     body.cl = in;
+    body.pr = &pr;
 
     /* what jansson takes for this body is bounded, from parse to decref */
 
@@ -243,20 +236,22 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     ngx_http_prefix_route_json_low = x->budget;
     ngx_http_prefix_route_json_limited = 1;
     ngx_http_prefix_route_json_refused = 0;
-    ngx_http_prefix_route_json_late = 0;
-    ngx_http_prefix_route_json_deadline = x->max_parse
-                                   ? ngx_http_prefix_route_prompt_clock()
-                                     + (int64_t) x->max_parse * 1000000
-                                   : 0;
-    pr.deadline = ngx_http_prefix_route_json_deadline;
+
+    /*
+     * and its time, parse and walk: the budget bounds memory, not time,
+     * and a body of many distinct keys parses at 5-12 MB/s (a 9 MB one
+     * took 0.7 s: design.md, "Parsing is bounded")
+     */
+
+    pr.deadline = x->max_parse ? ngx_http_prefix_route_prompt_clock()
+                                 + (int64_t) x->max_parse * 1000000
+                               : 0;
 
     /* jansson leaves the error unset when an allocation fails */
     ngx_memzero(&err, sizeof(json_error_t));
 
     root = json_load_callback(ngx_http_prefix_route_read, &body,
                               JSON_ALLOW_NUL, &err);
-
-    ngx_http_prefix_route_json_deadline = 0;
 
     if (root == NULL) {
         ngx_http_prefix_route_json_end(x->budget);
@@ -266,7 +261,7 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
             return NGX_DECLINED;
         }
 
-        if (ngx_http_prefix_route_json_late) {
+        if (pr.late) {
             x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME;
             return NGX_DECLINED;
         }
@@ -540,13 +535,7 @@ ngx_http_prefix_route_read(void *buffer, size_t buflen, void *data)
         return (size_t) -1;
     }
 
-    /* a signed difference: the deadline is ahead or behind the clock */
-
-    if (ngx_http_prefix_route_json_deadline
-        && ngx_http_prefix_route_prompt_clock()
-           - ngx_http_prefix_route_json_deadline > 0)
-    {
-        ngx_http_prefix_route_json_late = 1;
+    if (ngx_http_prefix_route_prompt_late(body->pr)) {
         return (size_t) -1;
     }
 

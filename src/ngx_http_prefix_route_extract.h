@@ -155,9 +155,11 @@ void ngx_http_prefix_route_extract_exit(void);
  * NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON, jansson's error code and byte; the
  * error's text is not kept, it quotes the body).  jansson allocates at
  * most x->budget bytes for it, all freed before the return, and its parse
- * is stopped (NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME) at its first 1 KiB read
- * after x->max_parse ms of the monotonic clock.  Not reentrant: a process
- * parses one body at a time.
+ * and walk are stopped (NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME) after
+ * x->max_parse ms of the monotonic clock, at jansson's next 1 KiB read or
+ * the walk's next piece of a value it serialises
+ * (ngx_http_prefix_route_prompt_late()).  Not reentrant: a process parses
+ * one body at a time.
  */
 ngx_int_t ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     ngx_chain_t *in);

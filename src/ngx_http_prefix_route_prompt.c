@@ -97,8 +97,6 @@ static char *ngx_http_prefix_route_prompt_bytes(
     ngx_http_prefix_route_prompt_t *pr, json_t *v, u_char **p, size_t *len);
 static int ngx_http_prefix_route_prompt_grow(const char *buffer, size_t size,
     void *data);
-static ngx_uint_t ngx_http_prefix_route_prompt_late(
-    ngx_http_prefix_route_prompt_t *pr);
 
 
 ngx_int_t
@@ -1055,11 +1053,11 @@ ngx_http_prefix_route_prompt_grow(const char *buffer, size_t size,
 }
 
 
-/* whether the walk is past pr->deadline: then pr->late, for good */
-
-static ngx_uint_t
+ngx_uint_t
 ngx_http_prefix_route_prompt_late(ngx_http_prefix_route_prompt_t *pr)
 {
+    /* a signed difference: the deadline is ahead of the clock or behind */
+
     if (pr->deadline && !pr->late
         && ngx_http_prefix_route_prompt_clock() - pr->deadline > 0)
     {

@@ -56,8 +56,9 @@ typedef struct {
     int64_t      deadline; /* set by the caller: the time of
                              ngx_http_prefix_route_prompt_clock() past
                              which the walk stops, ns; 0: none */
-    ngx_uint_t   late;    /* the walk stopped at the deadline: what it
-                             wrote is not the prompt */
+    ngx_uint_t   late;    /* the deadline passed, and the walk (or the
+                             parse before it) stopped: what it wrote is
+                             not the prompt */
 } ngx_http_prefix_route_prompt_t;
 
 
@@ -83,6 +84,14 @@ ngx_int_t ngx_http_prefix_route_prompt_build(json_t *root,
  * body's parse and walk are timed on it (max_parse).  Never fails.
  */
 int64_t ngx_http_prefix_route_prompt_clock(void);
+
+/*
+ * Whether the clock is past pr->deadline (never with 0): then pr->late is
+ * set, and stays so.  The walk asks at each piece jansson serialises,
+ * the module's jansson reader at each 1 KiB it hands over.
+ */
+ngx_uint_t ngx_http_prefix_route_prompt_late(
+    ngx_http_prefix_route_prompt_t *pr);
 
 
 #endif /* _NGX_HTTP_PREFIX_ROUTE_PROMPT_H_INCLUDED_ */
