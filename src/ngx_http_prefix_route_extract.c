@@ -209,6 +209,7 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     pr.ids = 0;
     pr.deadline = 0;
     pr.late = 0;
+    pr.unclocked = 0;
 
     /*
      * the fast path, for the commonest bodies, in memory or in the
@@ -535,7 +536,7 @@ ngx_http_prefix_route_read(void *buffer, size_t buflen, void *data)
         return (size_t) -1;
     }
 
-    if (ngx_http_prefix_route_prompt_late(body->pr)) {
+    if (ngx_http_prefix_route_prompt_late(body->pr, buflen)) {
         return (size_t) -1;
     }
 

@@ -116,6 +116,7 @@ ngx_http_prefix_route_prompt_build(json_t *root,
     pr->key = 0;
     pr->seed = 0;
     pr->late = 0;
+    pr->unclocked = 0;
 
     if (!json_is_object(root)) {
         return NGX_DECLINED;
@@ -703,7 +704,7 @@ ngx_http_prefix_route_prompt_digest(const char *buffer, size_t size,
 {
     ngx_http_prefix_route_walk_t  *w = data;
 
-    if (ngx_http_prefix_route_prompt_late(w->pr)) {
+    if (ngx_http_prefix_route_prompt_late(w->pr, size)) {
         return -1;
     }
 
@@ -720,7 +721,7 @@ ngx_http_prefix_route_prompt_dump(const char *buffer, size_t size, void *data)
 
     w = data;
 
-    if (ngx_http_prefix_route_prompt_late(w->pr)) {
+    if (ngx_http_prefix_route_prompt_late(w->pr, size)) {
         w->stop = 1;
         return -1;
     }
@@ -1022,7 +1023,7 @@ ngx_http_prefix_route_prompt_grow(const char *buffer, size_t size,
     json_free_t     free_fn;
     json_malloc_t   malloc_fn;
 
-    if (ngx_http_prefix_route_prompt_late(d->pr)) {
+    if (ngx_http_prefix_route_prompt_late(d->pr, size)) {
         return -1;
     }
 
@@ -1054,13 +1055,29 @@ ngx_http_prefix_route_prompt_grow(const char *buffer, size_t size,
 
 
 ngx_uint_t
-ngx_http_prefix_route_prompt_late(ngx_http_prefix_route_prompt_t *pr)
+ngx_http_prefix_route_prompt_late(ngx_http_prefix_route_prompt_t *pr,
+    size_t n)
 {
+    if (pr->deadline == 0 || pr->late) {
+        return pr->late;
+    }
+
+    /*
+     * the clock once a KiB: read at each piece of a serialisation, it
+     * slowed the walk of an agent's tools by a quarter
+     */
+
+    pr->unclocked += n;
+
+    if (pr->unclocked < 1024) {
+        return 0;
+    }
+
+    pr->unclocked = 0;
+
     /* a signed difference: the deadline is ahead of the clock or behind */
 
-    if (pr->deadline && !pr->late
-        && ngx_http_prefix_route_prompt_clock() - pr->deadline > 0)
-    {
+    if (ngx_http_prefix_route_prompt_clock() - pr->deadline > 0) {
         pr->late = 1;
     }
 

@@ -59,6 +59,8 @@ typedef struct {
     ngx_uint_t   late;    /* the deadline passed, and the walk (or the
                              parse before it) stopped: what it wrote is
                              not the prompt */
+    size_t       unclocked; /* bytes handed over since the clock was
+                             last read */
 } ngx_http_prefix_route_prompt_t;
 
 
@@ -86,12 +88,13 @@ ngx_int_t ngx_http_prefix_route_prompt_build(json_t *root,
 int64_t ngx_http_prefix_route_prompt_clock(void);
 
 /*
- * Whether the clock is past pr->deadline (never with 0): then pr->late is
- * set, and stays so.  The walk asks at each piece jansson serialises,
+ * Whether the clock is past pr->deadline (never with 0), read once "n"
+ * bytes handed over since it was last read come to 1 KiB: then pr->late
+ * is set, and stays so.  The walk asks at each piece jansson serialises,
  * the module's jansson reader at each 1 KiB it hands over.
  */
 ngx_uint_t ngx_http_prefix_route_prompt_late(
-    ngx_http_prefix_route_prompt_t *pr);
+    ngx_http_prefix_route_prompt_t *pr, size_t n);
 
 
 #endif /* _NGX_HTTP_PREFIX_ROUTE_PROMPT_H_INCLUDED_ */

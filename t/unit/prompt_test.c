@@ -2035,37 +2035,55 @@ main(void)
 
     /*
      * max_parse: past pr.deadline (here 1 ns after the clock's epoch) the
-     * walk stops at the first piece jansson serialises, a model that is
-     * not a string or a part by identity, leaking nothing; a walk that
-     * serialises nothing (text alone) is not late; a deadline an hour
-     * ahead changes nothing
+     * walk stops once a value jansson serialises comes to 1 KiB, a model
+     * that is not a string or a part by identity, leaking nothing; a walk
+     * that serialises nothing (text alone) is not late; a deadline an
+     * hour ahead changes nothing
      */
 
-    test_deadline = 1;
-    test_build("{'model':[1.5,2.5],'messages':[{'role':'user','content':"
-               "'hi'}]}", TEST_SIZE, &out);
-    test_build("{'model':'m','messages':[{'role':'user','content':[{'type':"
-               "'image_url','image_url':{'url':'u'}}]}]}", TEST_SIZE, &out2);
-    test_build("{'model':'m','messages':[{'role':'user','content':'hi'}]}",
-               TEST_SIZE, &out3);
-    test_ok(out.late && out.leaked == 0 && out2.late && out2.leaked == 0
-            && !out3.late && out3.rc == NGX_OK && out3.len > 0,
-            "past the deadline the walk stops, late, at a model or a part "
-            "jansson serialises; text alone is not late");
+    {
+        u_char  model[8192], image[8192], *p;
 
-    test_deadline = ngx_http_prefix_route_prompt_clock()
-                    + (int64_t) 3600 * 1000000000;
-    test_build("{'model':[1.5,2.5],'messages':[{'role':'user','content':[{"
-               "'type':'image_url','image_url':{'url':'u'}}]}]}",
-               TEST_SIZE, &out);
-    test_deadline = 0;
-    test_build("{'model':[1.5,2.5],'messages':[{'role':'user','content':[{"
-               "'type':'image_url','image_url':{'url':'u'}}]}]}",
-               TEST_SIZE, &out2);
-    test_ok(!out.late && out.rc == NGX_OK && out.len == out2.len
-            && ngx_memcmp(out.buf, out2.buf, out.len) == 0
-            && out.seed == out2.seed && out.model == out2.model,
-            "a deadline ahead changes neither the prompt nor the seed");
+        p = ngx_cpymem(model, "{'model':[", 10);
+
+        for (i = 0; i < 400; i++) {
+            p = ngx_cpymem(p, i ? ",1.5" : "1.5", i ? 4 : 3);
+        }
+
+        p = ngx_cpymem(p, "],'messages':[{'role':'user','content':'hi'}]}",
+                       sizeof("],'messages':[{'role':'user','content':"
+                              "'hi'}]}"));
+
+        p = ngx_cpymem(image, "{'model':'m','messages':[{'role':'user',"
+                       "'content':[{'type':'image_url','image_url':{'url':'",
+                       sizeof("{'model':'m','messages':[{'role':'user',"
+                              "'content':[{'type':'image_url','image_url':"
+                              "{'url':'") - 1);
+        ngx_memset(p, 'A', 2048);
+        p = ngx_cpymem(p + 2048, "'}}]}]}", sizeof("'}}]}]}"));
+
+        test_deadline = 1;
+        test_build((char *) model, TEST_SIZE, &out);
+        test_build((char *) image, TEST_SIZE, &out2);
+        test_build("{'model':'m','messages':[{'role':'user','content':'hi'}]}",
+                   TEST_SIZE, &out3);
+        test_ok(out.late && out.leaked == 0 && out2.late && out2.leaked == 0
+                && !out3.late && out3.rc == NGX_OK && out3.len > 0,
+                "past the deadline the walk stops, late, at a model or a "
+                "part jansson serialises; text alone is not late");
+
+        test_deadline = ngx_http_prefix_route_prompt_clock()
+                        + (int64_t) 3600 * 1000000000;
+        test_build((char *) model, TEST_SIZE, &out);
+        test_build((char *) image, TEST_SIZE, &out3);
+        test_deadline = 0;
+        test_build((char *) model, TEST_SIZE, &out2);
+        test_ok(!out.late && !out3.late && out.rc == NGX_OK
+                && out.len == out2.len
+                && ngx_memcmp(out.buf, out2.buf, out.len) == 0
+                && out.seed == out2.seed && out.model == out2.model,
+                "a deadline ahead changes neither the prompt nor the seed");
+    }
 
     return test_done();
 }
