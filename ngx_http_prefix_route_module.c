@@ -2209,8 +2209,10 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
             (void) ngx_atomic_fetch_add(&prcf->index.sh->parse_stopped, 1);
             ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                           "prefix_route: request body of %O bytes takes "
-                          "jansson more than max_parse=%Mms to parse, "
-                          "round robin", x.size, x.max_parse);
+                          "%s more than max_parse=%Mms to parse, "
+                          "round robin", x.size,
+                          x.jansson ? "jansson" : "the fast path",
+                          x.max_parse);
             break;
 
         case NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON:

@@ -80,8 +80,8 @@ typedef struct {
 
     size_t                              block;       /* bytes */
     size_t                              max_prefix;  /* bytes */
-    ngx_msec_t                          max_parse;   /* ms of jansson's
-                                                        parse; 0: off */
+    ngx_msec_t                          max_parse;   /* ms of a body's
+                                                        reading; 0: off */
     size_t                              capacity;    /* bytes per peer */
     ngx_http_prefix_route_choice_t      choice;      /* policy=,
                                                         affinity=,

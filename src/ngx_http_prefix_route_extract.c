@@ -62,7 +62,9 @@ typedef struct {
 
 static void ngx_http_prefix_route_tokens(ngx_http_prefix_route_extract_t *x,
     size_t ids);
-static u_char *ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size);
+static u_char *ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size,
+    u_char **mapped);
+static void ngx_http_prefix_route_unmap(u_char *p, off_t size);
 static ssize_t ngx_http_prefix_route_read_file(ngx_buf_t *b, u_char *buf,
     size_t size, off_t offset);
 static void *ngx_http_prefix_route_scratch(ngx_http_prefix_route_scratch_t *s,
@@ -93,7 +95,7 @@ static void      (*ngx_http_prefix_route_json_release)(void *p) = free;
  * or in the client body temporary file, as every body larger than
  * client_body_buffer_size is, is gathered for the fast path into one
  * buffer of the process, grown to the largest such body up to this size
- * and kept
+ * and kept; a larger one into pages mapped for it alone
  */
 #define NGX_HTTP_PREFIX_ROUTE_GATHER_MAX    (8 * 1024 * 1024)
 
@@ -141,7 +143,7 @@ ngx_int_t
 ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     ngx_chain_t *in)
 {
-    u_char                          *p;
+    u_char                          *p, *mapped;
     json_t                          *root;
     ngx_int_t                        rc;
     ngx_chain_t                     *cl;
@@ -207,22 +209,44 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     pr.batch = 0;
     pr.skip_cache = 0;
     pr.ids = 0;
-    pr.deadline = 0;
     pr.late = 0;
     pr.unclocked = 0;
 
     /*
-     * the fast path, for the commonest bodies, in memory or in the
-     * temporary file; what it declines jansson parses
+     * the body's time, fast path and jansson's parse and walk together:
+     * the budget bounds jansson's memory, not its time, and a body of many
+     * distinct keys parses at 5-12 MB/s (a 9 MB one took 0.7 s), one of
+     * small values takes the fast path at 64-300 MB/s (design.md,
+     * "Parsing is bounded")
      */
 
-    p = ngx_http_prefix_route_gather(in, x->size);
+    pr.deadline = x->max_parse ? ngx_http_prefix_route_prompt_clock()
+                                 + (int64_t) x->max_parse * 1000000
+                               : 0;
 
-    if (p != NULL
-        && ngx_http_prefix_route_scan(p, (size_t) x->size, &pr) == NGX_OK)
-    {
-        rc = NGX_OK;
+    /*
+     * the fast path, for the commonest bodies, in memory or in the
+     * temporary file; what it declines in time jansson parses
+     */
+
+    mapped = NULL;
+
+    p = ngx_http_prefix_route_gather(in, x->size, &mapped);
+
+    rc = (p != NULL) ? ngx_http_prefix_route_scan(p, (size_t) x->size, &pr)
+                     : NGX_DECLINED;
+
+    if (mapped != NULL) {
+        ngx_http_prefix_route_unmap(mapped, x->size);
+    }
+
+    if (rc == NGX_OK) {
         goto built;
+    }
+
+    if (pr.late) {
+        x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME;
+        return NGX_DECLINED;
     }
 
     x->jansson = 1;
@@ -237,16 +261,6 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     ngx_http_prefix_route_json_low = x->budget;
     ngx_http_prefix_route_json_limited = 1;
     ngx_http_prefix_route_json_refused = 0;
-
-    /*
-     * and its time, parse and walk: the budget bounds memory, not time,
-     * and a body of many distinct keys parses at 5-12 MB/s (a 9 MB one
-     * took 0.7 s: design.md, "Parsing is bounded")
-     */
-
-    pr.deadline = x->max_parse ? ngx_http_prefix_route_prompt_clock()
-                                 + (int64_t) x->max_parse * 1000000
-                               : 0;
 
     /* jansson leaves the error unset when an allocation fails */
     ngx_memzero(&err, sizeof(json_error_t));
@@ -373,13 +387,15 @@ ngx_http_prefix_route_tokens(ngx_http_prefix_route_extract_t *x, size_t ids)
 /*
  * The body's bytes in one piece for the fast path: the buffer itself when
  * there is one in memory, else its buffers copied into the gather buffer,
- * those in the temporary file read from it.  Returns NULL when the body
- * is larger than NGX_HTTP_PREFIX_ROUTE_GATHER_MAX, memory is short or the
- * file cannot be read: jansson then reads it from the chain.
+ * or for a body larger than NGX_HTTP_PREFIX_ROUTE_GATHER_MAX into pages
+ * mapped for it, set in *mapped for the caller to unmap (also on
+ * failure); those in the temporary file read from it.  Returns NULL when
+ * memory is short or the file cannot be read: jansson then reads it from
+ * the chain.
  */
 
 static u_char *
-ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size)
+ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size, u_char **mapped)
 {
     u_char       *p, *buf;
     size_t        len;
@@ -410,12 +426,35 @@ ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size)
         return one->buf->pos;
     }
 
-    if (n == 0 || size > NGX_HTTP_PREFIX_ROUTE_GATHER_MAX) {
+    if (n == 0) {
         return NULL;
     }
 
-    buf = ngx_http_prefix_route_scratch(&ngx_http_prefix_route_gather_buf,
-                                        (size_t) size);
+    if (size <= NGX_HTTP_PREFIX_ROUTE_GATHER_MAX) {
+        buf = ngx_http_prefix_route_scratch(&ngx_http_prefix_route_gather_buf,
+                                            (size_t) size);
+
+    } else {
+
+        /*
+         * not kept, nor in glibc's heap, which keeps what a large free()
+         * gives back once it has raised its mmap threshold to that size
+         */
+
+#if (NGX_HAVE_MAP_ANON)
+        buf = mmap(NULL, (size_t) size, PROT_READ|PROT_WRITE,
+                   MAP_ANON|MAP_PRIVATE, -1, 0);
+
+        if (buf == MAP_FAILED) {
+            buf = NULL;
+        }
+#else
+        buf = malloc((size_t) size);
+#endif
+
+        *mapped = buf;
+    }
+
     if (buf == NULL) {
         return NULL;
     }
@@ -446,6 +485,17 @@ ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size)
     }
 
     return buf;
+}
+
+
+static void
+ngx_http_prefix_route_unmap(u_char *p, off_t size)
+{
+#if (NGX_HAVE_MAP_ANON)
+    (void) munmap(p, (size_t) size);
+#else
+    free(p);
+#endif
 }
 
 

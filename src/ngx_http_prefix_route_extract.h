@@ -50,7 +50,7 @@ typedef enum {
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_OK = 0,
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_EMPTY,     /* no body */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_BUDGET,    /* parsing needs more */
-    NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME,      /* parsing took longer than
+    NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME,      /* reading took longer than
                                                 max_parse */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON,      /* not JSON jansson reads */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT, /* none of the shapes */
@@ -79,7 +79,8 @@ typedef struct {
                                                      value; empty: none */
     ngx_uint_t                        cache_salt; /* with salt: the body's
                                                      cache_salt counts too */
-    ngx_msec_t                        max_parse;  /* ms of jansson's parse
+    ngx_msec_t                        max_parse;  /* ms of the fast path
+                                                     and jansson's parse
                                                      at most; 0: no limit */
 
     /* set by ngx_http_prefix_route_extract() */
@@ -148,18 +149,20 @@ void ngx_http_prefix_route_extract_exit(void);
 
 /*
  * Reads the body in the buffer chain "in" (bytes in memory and/or in a
- * file, read with ngx_read_file() without moving the file's offset, 64 KiB
- * at a time into a buffer of the process) and fills x with its prompt's
- * hashes.  Returns NGX_OK when the body holds a prompt of at least one
- * byte, else NGX_DECLINED with x->error saying why (and for
+ * file, read with ngx_read_file() without moving the file's offset: for
+ * the fast path whole, into a buffer of the process or, over 8 MiB, pages
+ * mapped for the body alone; for jansson 64 KiB at a time) and fills x
+ * with its prompt's hashes.  Returns NGX_OK when the body holds a prompt
+ * of at least one byte, else NGX_DECLINED with x->error saying why (and for
  * NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON, jansson's error code and byte; the
  * error's text is not kept, it quotes the body).  jansson allocates at
- * most x->budget bytes for it, all freed before the return, and its parse
- * and walk are stopped (NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME) after
- * x->max_parse ms of the monotonic clock, at jansson's next 1 KiB read or
- * the walk's next piece of a value it serialises
- * (ngx_http_prefix_route_prompt_late()).  Not reentrant: a process parses
- * one body at a time.
+ * most x->budget bytes for it, all freed before the return.  The fast
+ * path, jansson's parse and the walk after it are stopped
+ * (NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME) once x->max_parse ms of the
+ * monotonic clock have passed since the call, at the fast path's next
+ * 1024 steps, jansson's next 1 KiB read or the walk's next piece of a
+ * value it serialises (ngx_http_prefix_route_prompt_late()).  Not
+ * reentrant: a process parses one body at a time.
  */
 ngx_int_t ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     ngx_chain_t *in);

@@ -476,8 +476,9 @@ typedef struct {
                                                    longest match */
     ngx_atomic_t                     jansson_bodies; /* the fast path left
                                                    to jansson */
-    ngx_atomic_t                     parse_stopped; /* of those, stopped at
-                                                   max_parse */
+    ngx_atomic_t                     parse_stopped; /* stopped at max_parse,
+                                                   by the fast path or
+                                                   jansson */
 
     /* when the next round of engine probes is due, ms */
     ngx_msec_t                       probe_due;

@@ -83,7 +83,7 @@ ngx_int_t ngx_http_prefix_route_prompt_build(json_t *root,
 
 /*
  * The monotonic clock (CLOCK_MONOTONIC, else the time of day), ns: a
- * body's parse and walk are timed on it (max_parse).  Never fails.
+ * body's reading is timed on it (max_parse).  Never fails.
  */
 int64_t ngx_http_prefix_route_prompt_clock(void);
 
@@ -91,7 +91,8 @@ int64_t ngx_http_prefix_route_prompt_clock(void);
  * Whether the clock is past pr->deadline (never with 0), read once "n"
  * bytes handed over since it was last read come to 1 KiB: then pr->late
  * is set, and stays so.  The walk asks at each piece jansson serialises,
- * the module's jansson reader at each 1 KiB it hands over.
+ * the module's jansson reader at each 1 KiB it hands over, the fast path
+ * once in 1024 steps (as 1 KiB).
  */
 ngx_uint_t ngx_http_prefix_route_prompt_late(
     ngx_http_prefix_route_prompt_t *pr, size_t n);

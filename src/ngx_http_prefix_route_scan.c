@@ -155,8 +155,22 @@ typedef struct {
     ngx_uint_t                       pinned;   /* kept tools in use, bits */
     ngx_uint_t                       norder;   /* of order[] in use */
     ngx_uint_t                       ids;      /* a prompt of token ids */
+    ngx_uint_t                       work;     /* steps since the clock
+                                                  was last read */
     uint32_t                         order[NGX_HTTP_PREFIX_ROUTE_MEMBERS];
 } ngx_http_prefix_route_scan_t;
+
+
+/*
+ * max_parse: the clock is read once in this many steps (an element or a
+ * member checked, a node written, two keys compared), 1-100 ns each: the
+ * slowest bodies found, of small values, read at 64-300 MB/s
+ */
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_CLOCK  1024
+
+#define ngx_http_prefix_route_scan_late(s)                                    \
+    (++(s)->work >= NGX_HTTP_PREFIX_ROUTE_SCAN_CLOCK                          \
+     && ngx_http_prefix_route_scan_clock(s))
 
 
 /* the key ends here, at the end of the first segment not a system one */
@@ -234,6 +248,8 @@ static ngx_http_prefix_route_node_t
     ngx_http_prefix_route_scan_nodes[NGX_HTTP_PREFIX_ROUTE_NODES];
 
 
+static ngx_uint_t ngx_http_prefix_route_scan_clock(
+    ngx_http_prefix_route_scan_t *s);
 static ngx_int_t ngx_http_prefix_route_scan_rendered(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f,
     ngx_http_prefix_route_field_t *before);
@@ -287,7 +303,7 @@ static ngx_inline void ngx_http_prefix_route_scan_span(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_span_t *sp);
 static ngx_int_t ngx_http_prefix_route_scan_key(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_span_t *key);
-static ngx_int_t ngx_http_prefix_route_scan_next(
+static ngx_inline ngx_int_t ngx_http_prefix_route_scan_next(
     ngx_http_prefix_route_scan_t *s, u_char close);
 static ngx_int_t ngx_http_prefix_route_scan_value(
     ngx_http_prefix_route_scan_t *s, ngx_uint_t depth);
@@ -408,6 +424,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     s.pinned = 0;
     s.norder = 0;
     s.ids = 0;
+    s.work = 0;
 
     seen = 0;
     ngx_memzero(seeds, sizeof(seeds));
@@ -526,6 +543,15 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
                 || before[2].value != NULL)
                && ngx_http_prefix_route_scan_prefix(&s, before) != NGX_OK)
     {
+        return NGX_DECLINED;
+    }
+
+    /*
+     * a step that found the deadline passed declines, but some passes take
+     * another way at a decline: what they wrote is not trusted
+     */
+
+    if (pr->late) {
         return NGX_DECLINED;
     }
 
@@ -1037,7 +1063,11 @@ ngx_http_prefix_route_scan_prefix(ngx_http_prefix_route_scan_t *s,
     s->stop = (size == 0);
     s->other = NGX_HTTP_PREFIX_ROUTE_NO_OTHER;
 
-    (void) ngx_http_prefix_route_scan_segments(s, f);
+    /* as measured, but for max_parse */
+
+    if (ngx_http_prefix_route_scan_segments(s, f) != NGX_OK) {
+        return NGX_DECLINED;
+    }
 
     pr->len += keep;
     s->stop = (pr->len == size);
@@ -1204,6 +1234,7 @@ ngx_http_prefix_route_scan_tools(ngx_http_prefix_route_scan_t *s,
     ngx_memzero(&slot, sizeof(ngx_http_prefix_route_prompt_t));
     slot.buf = t->json;
     slot.size = NGX_HTTP_PREFIX_ROUTE_TOOLS_SIZE;
+    slot.deadline = s->pr->deadline;
 
     pr = s->pr;
     stop = s->stop;
@@ -1218,6 +1249,10 @@ ngx_http_prefix_route_scan_tools(ngx_http_prefix_route_scan_t *s,
     s->pr = pr;
     s->stop = stop;
     s->aside = aside;
+
+    if (slot.late) {
+        pr->late = 1;
+    }
 
     if (rc != NGX_OK) {
         return NGX_DECLINED;
@@ -1811,6 +1846,10 @@ ngx_http_prefix_route_scan_json(ngx_http_prefix_route_scan_t *s, uint32_t n)
     ngx_http_prefix_route_span_t   sp;
     ngx_http_prefix_route_node_t  *node;
 
+    if (ngx_http_prefix_route_scan_late(s)) {
+        return NGX_DECLINED;
+    }
+
     node = &ngx_http_prefix_route_scan_nodes[n];
 
     switch (*node->value) {
@@ -1975,6 +2014,10 @@ ngx_http_prefix_route_scan_object(ngx_http_prefix_route_scan_t *s,
         b = &nodes[t];
 
         for (j = k; j > base; j--) {
+            if (ngx_http_prefix_route_scan_late(s)) {
+                return NGX_DECLINED;
+            }
+
             a = &nodes[m[j - 1]];
 
             /* most keys differ in their first byte: no call for them */
@@ -2238,6 +2281,8 @@ ngx_http_prefix_route_scan_tape(u_char *p, u_char *last)
 
     s.p = p;
     s.last = last;
+    s.pr = NULL;
+    s.work = 0;
     s.nnodes = 0;
     s.tape = 1;
     s.untaped = 0;
@@ -2389,9 +2434,13 @@ ngx_http_prefix_route_scan_key(ngx_http_prefix_route_scan_t *s,
  * NGX_DECLINED otherwise.
  */
 
-static ngx_int_t
+static ngx_inline ngx_int_t
 ngx_http_prefix_route_scan_next(ngx_http_prefix_route_scan_t *s, u_char close)
 {
+    if (ngx_http_prefix_route_scan_late(s)) {
+        return NGX_DECLINED;
+    }
+
     ngx_http_prefix_route_scan_ws(s);
 
     if (s->p == s->last) {
@@ -2404,6 +2453,23 @@ ngx_http_prefix_route_scan_next(ngx_http_prefix_route_scan_t *s, u_char close)
     }
 
     return (*s->p++ == close) ? NGX_OK : NGX_DECLINED;
+}
+
+
+/*
+ * The clock, once in NGX_HTTP_PREFIX_ROUTE_SCAN_CLOCK steps: whether
+ * pr->deadline has passed.  Apart from the steps, which it would keep from
+ * being inlined.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_scan_clock(ngx_http_prefix_route_scan_t *s)
+{
+    s->work = 0;
+
+    /* a tape of a response's usage has no prompt, nor a deadline */
+
+    return s->pr ? ngx_http_prefix_route_prompt_late(s->pr, 1024) : 0;
 }
 
 

@@ -48,7 +48,9 @@ typedef struct {
  * Returns NGX_OK with pr set as ngx_http_prefix_route_prompt_build() sets
  * it (but pr->nontext: 1, not a count, when a part by identity is in the
  * prompt), or NGX_DECLINED for anything else, invalid JSON included: the
- * caller then parses the body with jansson, the reference.  Some bodies
+ * caller then parses the body with jansson, the reference; or NGX_DECLINED
+ * with pr->late set, past pr->deadline (0: none), read once in 1024
+ * elements, members, nodes written or keys compared.  Some bodies
  * jansson reads are declined on purpose (escaped keys, numbers of more
  * than 18 integer digits or near a double's range, real numbers of more
  * than 63 bytes in a serialised value, nesting deeper than 32, a member

@@ -221,8 +221,8 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
       "Request bodies the fast path left to jansson, 10 to 100 times "
       "slower, in the worker's event loop (docs/tuning.md says which)." },
     { "parse_stopped", "parse_stopped_total", "counter",
-      "Request bodies whose jansson parse was stopped at max_parse, balanced "
-      "by round robin." },
+      "Request bodies whose reading (the fast path's or jansson's) was "
+      "stopped at max_parse, balanced by round robin." },
     { "predicted_tokens", "predicted_cached_tokens_total", "counter",
       "Cached tokens predicted on the peers prefix_route chose (in shadow "
       "mode, would have chosen), for the responses that reported usage." },

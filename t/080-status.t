@@ -38,6 +38,13 @@ our $Keys = '{"model":"m","messages":[{"role":"user","content":"keys"}],"\\u0061
 
 sub ask { chat([sys($System), user(text($_[0], 100))]) }
 
+# TEST 16: a question about an image of 9 MB inline, over the 8 MiB a
+# worker keeps to gather a body in one piece
+our $Image9m = PrefixRoute::chat_body([sys($System), { role => "user", content => [
+    { type => "text", text => "What is in this image?" },
+    { type => "image_url",
+      image_url => { url => "data:image/png;base64," . ("iVBORw0KGgo" x 820_000) } }] }]);
+
 add_block_preprocessor(sub {
     my $block = shift;
     $block->set_value(main_config => $LoadModule) unless defined $block->main_config;
@@ -292,3 +299,22 @@ my $p = 'nginx_prefix_route_peer_state\{upstream="twice",peer="127\.0\.0\.1:1940
 ["\"name\":\"other\",.*\"jansson_bodies\":0,\"parse_stopped\":0,", "^b3\n\$",
  "\"name\":\"llm\",.*\"jansson_bodies\":1,\"parse_stopped\":0,.*\"name\":\"other\",.*\"jansson_bodies\":1,\"parse_stopped\":1,",
  qr/# TYPE nginx_prefix_route_parse_stopped_total counter\nnginx_prefix_route_parse_stopped_total\{upstream="llm"\} 0\nnginx_prefix_route_parse_stopped_total\{upstream="other"\} 1\n/]
+
+
+
+=== TEST 16: a body over 8 MiB (an image inline, in the temporary file) is read by the fast path: MISS then HIT, jansson_bodies stays 0
+--- http_config eval
+::upstream("zone=llm:1m", 1, 2) . ::upstream("zone=big:1m max_parse=off", 3)
+. ::backends(1 .. 3)
+--- config eval
+::proxy(path => "/big/", to => "big") . <<'CONF';
+location = /status {
+    prefix_route_status;
+}
+CONF
+--- request eval
+["POST /big/v1/chat/completions\n$::Image9m", "POST /big/v1/chat/completions\n$::Image9m",
+ "GET /status"]
+--- response_body_like eval
+["^b3\n\$", "^b3\n\$",
+ "\"name\":\"big\",.*\"jansson_bodies\":0,\"parse_stopped\":0,.*\"requests\":\\{\"BYPASS\":0,\"MISS\":1,\"HIT\":1,"]

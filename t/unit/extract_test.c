@@ -179,6 +179,69 @@ main(void)
     free(body);
 
     /*
+     * a body over the 8 MiB the process keeps to gather one, in buffers in
+     * memory and in the file: the fast path reads it all the same
+     */
+
+    body = test_chat(70000, &len);
+
+    if (len <= 8 * 1024 * 1024) {
+        printf("Bail out! test body of %d bytes\n", (int) len);
+        return 255;
+    }
+
+    test_reference(body, len, a);
+
+    test_jansson = 0;
+    test_extract(body, len, TEST_PIECES, 0, b);
+    ok = test_same(a, b) && !b->x.jansson;
+
+    test_extract(body, len, 3, 1, b);
+    test_ok(ok && test_same(a, b) && !b->x.jansson && !test_moved
+            && test_jansson == 0,
+            "a body over 8 MiB in 64 buffers, and in 3 with one in the "
+            "file: jansson's hashes, read by the fast path");
+    free(body);
+
+    /*
+     * max_parse on the fast path: 4,000,000 small values, which it reads
+     * at some 250 MB/s (30 ms), 30 times the 1 ms allowed
+     */
+
+    len = 4000000 * 2 + 128;
+    body = malloc(len);
+
+    if (body == NULL) {
+        printf("Bail out! no memory\n");
+        return 255;
+    }
+
+    head = (u_char *) "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+                      "\"content\":\"hello\"}],\"x\":[1";
+    p = ngx_cpymem(body, head, ngx_strlen(head));
+
+    for (i = 1; i < 4000000; i++) {
+        p = ngx_cpymem(p, ",1", 2);
+    }
+
+    p = ngx_cpymem(p, "]}", 2);
+    len = p - body;
+
+    test_jansson = 0;
+    test_max_parse = 1;
+    test_extract(body, len, 1, 0, a);
+    test_max_parse = 0;
+    test_extract(body, len, 1, 0, b);
+    test_ok(a->rc == NGX_DECLINED
+            && a->x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME
+            && !a->x.jansson && b->rc == NGX_OK && !b->x.jansson
+            && test_jansson == 0,
+            "a body the fast path reads for longer than max_parse is "
+            "declined: time, not left to jansson; without max_parse it is "
+            "read");
+    free(body);
+
+    /*
      * 400,000 empty objects need ~70 bytes of jansson a body byte; a
      * prompt that is a list, which the fast path leaves to jansson
      */

@@ -2085,5 +2085,95 @@ main(void)
                 "a deadline ahead changes neither the prompt nor the seed");
     }
 
+    /*
+     * the fast path past pr.deadline: the clock is read once in 1024
+     * steps, in whichever of its passes they fall (a system that does not
+     * fit is read, measured, then written); once late it declines, never
+     * giving a prompt cut short by the stop
+     */
+
+    {
+        size_t                           j, k, m, c,
+                                         caps[] = { 64, 512, 8192 };
+        u_char                           body[65536], *p, buf[8192],
+                                         ref[8192];
+        ngx_uint_t                       late, fine, wrong;
+        ngx_http_prefix_route_prompt_t   pr, pr0;
+
+        late = 0;
+        fine = 0;
+        wrong = 0;
+
+        for (k = 1; k <= 48; k++) {
+            for (m = 4; m <= 36; m += 16) {
+
+                p = ngx_cpymem(body, "{\"model\":\"m\",\"system\":[",
+                               sizeof("{\"model\":\"m\",\"system\":[") - 1);
+
+                for (i = 0; i < k; i++) {
+                    p += sprintf((char *) p, "%s{\"type\":\"x\",\"o\":{",
+                                 i ? "," : "");
+
+                    for (j = 0; j < m; j++) {
+                        p += sprintf((char *) p, "%s\"k%zu\":%zu",
+                                     j ? "," : "", m - j, j);
+                    }
+
+                    p = ngx_cpymem(p, "}}", 2);
+                }
+
+                p = ngx_cpymem(p, "],\"messages\":[{\"role\":\"user\","
+                               "\"content\":\"hi\"}]}",
+                               sizeof("],\"messages\":[{\"role\":\"user\","
+                                      "\"content\":\"hi\"}]}") - 1);
+
+                for (c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
+                    ngx_memzero(&pr0, sizeof(pr0));
+                    pr0.buf = ref;
+                    pr0.size = caps[c];
+
+                    ngx_memzero(&pr, sizeof(pr));
+                    pr.buf = buf;
+                    pr.size = caps[c];
+                    pr.deadline = 1;
+
+                    if (ngx_http_prefix_route_scan(body, p - body, &pr0)
+                        != NGX_OK)
+                    {
+                        wrong++;
+                        continue;
+                    }
+
+                    if (ngx_http_prefix_route_scan(body, p - body, &pr)
+                        != NGX_OK)
+                    {
+                        late += (pr.late != 0);
+                        wrong += (pr.late == 0);
+                        continue;
+                    }
+
+                    if (pr.late || pr.len != pr0.len
+                        || ngx_memcmp(pr.buf, pr0.buf, pr.len) != 0)
+                    {
+                        wrong++;
+                        continue;
+                    }
+
+                    fine++;
+                }
+            }
+        }
+
+        test_ok(wrong == 0 && late > 0 && fine > 0,
+                "past the deadline the fast path declines, late, in any of "
+                "its passes over a system; before 1024 steps it is not "
+                "late and writes the prompt");
+
+        if (wrong) {
+            printf("#   %d wrong, %d late, %d read\n", (int) wrong,
+                   (int) late, (int) fine);
+        }
+    }
+
     return test_done();
 }
