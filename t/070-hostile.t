@@ -316,6 +316,10 @@ our $Objects6m = qq({"model":"m","prompt":[{"role":"user","content":"$Marker"},)
 our $Keys9m = chat_str(text($Marker, 600));
 substr($Keys9m, -1, 0) = qq(,"\\u0061":1,) . join(",", map { sprintf '"k%07d":1', $_ } 1 .. 700_000);
 
+# TEST 24: 4 million small values, some 30 ms of the fast path
+our $Values8m = chat_str(text($Marker, 600));
+substr($Values8m, -1, 0) = ',"x":[' . join(",", (1) x 4_000_000) . ']';
+
 # a --- response_body pattern that matches whatever the response when the
 # peak resident memory (VmHWM) of nginx's processes so far is below $mb MB;
 # else it prints it
@@ -839,3 +843,30 @@ location /off/ {
 --- info_lines eval
 [::info_line("info", "prefix_route: request body of " . length($::Keys9m)
              . " bytes takes jansson more than max_parse=50ms to parse, round robin")]
+
+
+
+=== TEST 24: a body the fast path reads for longer than max_parse is balanced by round robin, one info line, not left to jansson
+4 million small values take the fast path some 30 ms, 30 times the 1 ms
+that this group allows; the same body in a group without max_parse is
+read: MISS on its 607 bytes of prompt.
+--- timeout: 10
+--- http_config eval
+::upstream("zone=llm:1m max_parse=1ms", 1 .. 4) . ::upstream("zone=off:1m max_parse=off", 1 .. 4)
+. ::echo_backends(1 .. 4)
+--- config
+client_body_buffer_size 16m;
+location /off/ {
+    proxy_pass http://off/;
+    proxy_max_temp_file_size 0;
+    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
+}
+--- request eval
+[::post($::Values8m), "POST /off/v1/chat/completions HTTP/1.0\n$::Values8m"]
+--- response_headers eval
+["X-Prefix-Route: BYPASS 0 0", "X-Prefix-Route: MISS 0 607"]
+--- response_body eval
+::echoed($::Values8m, $::Values8m)
+--- info_lines eval
+[::info_line("info", "prefix_route: request body of " . length($::Values8m)
+             . " bytes takes the fast path more than max_parse=1ms to parse, round robin")]
