@@ -157,6 +157,8 @@ typedef struct {
     ngx_uint_t                       ids;      /* a prompt of token ids */
     ngx_uint_t                       work;     /* steps since the clock
                                                   was last read */
+    u_char                          *clock_at; /* a string read past here
+                                                  reads it too */
     uint32_t                         order[NGX_HTTP_PREFIX_ROUTE_MEMBERS];
 } ngx_http_prefix_route_scan_t;
 
@@ -164,13 +166,24 @@ typedef struct {
 /*
  * max_parse: the clock is read once in this many steps (an element or a
  * member checked, a node written, two keys compared), 1-100 ns each: the
- * slowest bodies found, of small values, read at 64-300 MB/s
+ * slowest bodies found, of small values, read at 64-300 MB/s; and within
+ * one value, at a string's escape or UTF-8 character once in this many
+ * bytes (300 MB/s and up: a string of 150 MiB of escapes held a worker
+ * 0.5 s, helper-70)
  */
 #define NGX_HTTP_PREFIX_ROUTE_SCAN_CLOCK  1024
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_SPAN   65536
+
+/*
+ * digits after a number's point, or zeros before its exponent's digits,
+ * and white space between two tokens, at most: more are declined, to
+ * jansson, whose reading is timed (runs that long are hostile)
+ */
+#define NGX_HTTP_PREFIX_ROUTE_SCAN_RUN    1024
 
 #define ngx_http_prefix_route_scan_late(s)                                    \
     (++(s)->work >= NGX_HTTP_PREFIX_ROUTE_SCAN_CLOCK                          \
-     && ngx_http_prefix_route_scan_clock(s))
+     && ngx_http_prefix_route_scan_clock(s, (s)->p))
 
 
 /* the key ends here, at the end of the first segment not a system one */
@@ -249,7 +262,7 @@ static ngx_http_prefix_route_node_t
 
 
 static ngx_uint_t ngx_http_prefix_route_scan_clock(
-    ngx_http_prefix_route_scan_t *s);
+    ngx_http_prefix_route_scan_t *s, u_char *p);
 static ngx_int_t ngx_http_prefix_route_scan_rendered(
     ngx_http_prefix_route_scan_t *s, ngx_http_prefix_route_field_t *f,
     ngx_http_prefix_route_field_t *before);
@@ -315,7 +328,8 @@ static size_t ngx_http_prefix_route_scan_utf8(u_char *p, u_char *last);
 static ngx_int_t ngx_http_prefix_route_scan_number(
     ngx_http_prefix_route_scan_t *s);
 static ngx_uint_t ngx_http_prefix_route_scan_is_real(u_char *p, size_t len);
-static void ngx_http_prefix_route_scan_ws(ngx_http_prefix_route_scan_t *s);
+static ngx_inline void ngx_http_prefix_route_scan_ws(
+    ngx_http_prefix_route_scan_t *s);
 static u_char *ngx_http_prefix_route_scan_unescape(u_char *q, u_char *last,
     uint32_t *v);
 static void ngx_http_prefix_route_scan_text(ngx_http_prefix_route_scan_t *s,
@@ -425,6 +439,7 @@ ngx_http_prefix_route_scan(u_char *p, size_t len,
     s.norder = 0;
     s.ids = 0;
     s.work = 0;
+    s.clock_at = p + ngx_min(len, NGX_HTTP_PREFIX_ROUTE_SCAN_SPAN);
 
     seen = 0;
     ngx_memzero(seeds, sizeof(seeds));
@@ -2283,6 +2298,7 @@ ngx_http_prefix_route_scan_tape(u_char *p, u_char *last)
     s.last = last;
     s.pr = NULL;
     s.work = 0;
+    s.clock_at = last;
     s.nnodes = 0;
     s.tape = 1;
     s.untaped = 0;
@@ -2457,17 +2473,22 @@ ngx_http_prefix_route_scan_next(ngx_http_prefix_route_scan_t *s, u_char close)
 
 
 /*
- * The clock, once in NGX_HTTP_PREFIX_ROUTE_SCAN_CLOCK steps: whether
- * pr->deadline has passed.  Apart from the steps, which it would keep from
- * being inlined.
+ * The clock, once in NGX_HTTP_PREFIX_ROUTE_SCAN_CLOCK steps, or at p, in a
+ * string, past s->clock_at: whether pr->deadline has passed.  Apart from
+ * the callers, which it would keep from being inlined.
  */
 
 static ngx_uint_t
-ngx_http_prefix_route_scan_clock(ngx_http_prefix_route_scan_t *s)
+ngx_http_prefix_route_scan_clock(ngx_http_prefix_route_scan_t *s, u_char *p)
 {
     s->work = 0;
+    s->clock_at = p + ngx_min((size_t) (s->last - p),
+                              NGX_HTTP_PREFIX_ROUTE_SCAN_SPAN);
 
-    /* a tape of a response's usage has no prompt, nor a deadline */
+    /*
+     * the steps counted as a KiB, which reads the clock; a tape of a
+     * response's usage has no prompt, nor a deadline
+     */
 
     return s->pr ? ngx_http_prefix_route_prompt_late(s->pr, 1024) : 0;
 }
@@ -2542,6 +2563,10 @@ ngx_http_prefix_route_scan_string(ngx_http_prefix_route_scan_t *s,
 
         if (c == '"') {
             break;
+        }
+
+        if (p >= s->clock_at && ngx_http_prefix_route_scan_clock(s, p)) {
+            return NGX_DECLINED;
         }
 
         if (c < 0x20) {
@@ -2704,7 +2729,7 @@ ngx_http_prefix_route_scan_utf8(u_char *p, u_char *last)
 static ngx_int_t
 ngx_http_prefix_route_scan_number(ngx_http_prefix_route_scan_t *s)
 {
-    u_char      *p, *last, *digits;
+    u_char      *p, *last, *digits, *end;
     size_t       n, whole;
     ngx_uint_t   exp, minus;
 
@@ -2729,7 +2754,10 @@ ngx_http_prefix_route_scan_number(ngx_http_prefix_route_scan_t *s)
         }
 
     } else {
-        while (p < last && *p >= '0' && *p <= '9') {
+        end = p + ngx_min((size_t) (last - p),
+                          NGX_HTTP_PREFIX_ROUTE_SCAN_DIGITS + 1);
+
+        while (p < end && *p >= '0' && *p <= '9') {
             p++;
         }
     }
@@ -2747,8 +2775,14 @@ ngx_http_prefix_route_scan_number(ngx_http_prefix_route_scan_t *s)
             return NGX_DECLINED;
         }
 
-        while (p < last && *p >= '0' && *p <= '9') {
+        end = p + ngx_min((size_t) (last - p), NGX_HTTP_PREFIX_ROUTE_SCAN_RUN);
+
+        while (p < end && *p >= '0' && *p <= '9') {
             p++;
+        }
+
+        if (p < last && *p >= '0' && *p <= '9') {
+            return NGX_DECLINED;
         }
     }
 
@@ -2768,8 +2802,14 @@ ngx_http_prefix_route_scan_number(ngx_http_prefix_route_scan_t *s)
         return NGX_DECLINED;
     }
 
-    while (p < last && *p == '0') {
+    end = p + ngx_min((size_t) (last - p), NGX_HTTP_PREFIX_ROUTE_SCAN_RUN);
+
+    while (p < end && *p == '0') {
         p++;
+    }
+
+    if (p < last && *p == '0') {
+        return NGX_DECLINED;
     }
 
     exp = 0;
@@ -2819,14 +2859,22 @@ ngx_http_prefix_route_scan_is_real(u_char *p, size_t len)
 }
 
 
-static void
+static ngx_inline void
 ngx_http_prefix_route_scan_ws(ngx_http_prefix_route_scan_t *s)
 {
+    u_char  *start;
+
+    start = s->p;
+
     while (s->p < s->last
            && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r'
                || *s->p == '\t'))
     {
-        s->p++;
+        /* a longer run stops on a blank, where no token starts: declined */
+
+        if (++s->p - start == NGX_HTTP_PREFIX_ROUTE_SCAN_RUN) {
+            break;
+        }
     }
 }
 

@@ -316,6 +316,17 @@ our $Objects6m = qq({"model":"m","prompt":[{"role":"user","content":"$Marker"},)
 our $Keys9m = chat_str(text($Marker, 600));
 substr($Keys9m, -1, 0) = qq(,"\\u0061":1,) . join(",", map { sprintf '"k%07d":1', $_ } 1 .. 700_000);
 
+# TESTs 23 and 24: the bodies in memory, and a location for the upstream
+# "off", which has max_parse=off
+our $OffGroup = <<'CONF';
+client_body_buffer_size 16m;
+location /off/ {
+    proxy_pass http://off/;
+    proxy_max_temp_file_size 0;
+    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
+}
+CONF
+
 # TEST 24: 4 million small values, some 30 ms of the fast path
 our $Values8m = chat_str(text($Marker, 600));
 substr($Values8m, -1, 0) = ',"x":[' . join(",", (1) x 4_000_000) . ']';
@@ -827,13 +838,8 @@ a group with max_parse=off is read: MISS on its 607 bytes of prompt.
 --- http_config eval
 ::upstream(1 .. 4) . ::upstream("zone=off:1m max_parse=off", 1 .. 4)
 . ::echo_backends(1 .. 4)
---- config
-client_body_buffer_size 16m;
-location /off/ {
-    proxy_pass http://off/;
-    proxy_max_temp_file_size 0;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- config eval
+$::OffGroup
 --- request eval
 [::post($::Keys9m), "POST /off/v1/chat/completions HTTP/1.0\n$::Keys9m"]
 --- response_headers eval
@@ -854,13 +860,8 @@ read: MISS on its 607 bytes of prompt.
 --- http_config eval
 ::upstream("zone=llm:1m max_parse=1ms", 1 .. 4) . ::upstream("zone=off:1m max_parse=off", 1 .. 4)
 . ::echo_backends(1 .. 4)
---- config
-client_body_buffer_size 16m;
-location /off/ {
-    proxy_pass http://off/;
-    proxy_max_temp_file_size 0;
-    add_header X-Prefix-Route "$prefix_route_status $prefix_route_match $prefix_route_length" always;
-}
+--- config eval
+$::OffGroup
 --- request eval
 [::post($::Values8m), "POST /off/v1/chat/completions HTTP/1.0\n$::Values8m"]
 --- response_headers eval

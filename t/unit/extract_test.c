@@ -239,6 +239,31 @@ main(void)
             "a body the fast path reads for longer than max_parse is "
             "declined: time, not left to jansson; without max_parse it is "
             "read");
+
+    /* and within one value: a string of 4,000,000 escapes (some 20 ms) */
+
+    head = (u_char *) "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+                      "\"content\":\"";
+    p = ngx_cpymem(body, head, ngx_strlen(head));
+
+    for (i = 0; i < 4000000; i++) {
+        p = ngx_cpymem(p, "\\n", 2);
+    }
+
+    p = ngx_cpymem(p, "\"}]}", 4);
+    len = p - body;
+
+    test_jansson = 0;
+    test_max_parse = 1;
+    test_extract(body, len, 1, 0, a);
+    test_max_parse = 0;
+    test_extract(body, len, 1, 0, b);
+    test_ok(a->rc == NGX_DECLINED
+            && a->x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME
+            && !a->x.jansson && b->rc == NGX_OK && !b->x.jansson
+            && test_jansson == 0,
+            "a string the fast path reads for longer than max_parse is "
+            "declined: time; without max_parse it is read");
     free(body);
 
     /*

@@ -2086,6 +2086,44 @@ main(void)
     }
 
     /*
+     * runs inside one value or between two the fast path leaves to jansson,
+     * whose reading is timed: more than 1,024 blanks, fraction digits or
+     * zeros before an exponent's digits (it reads 1,024)
+     */
+
+    {
+        size_t       n, k;
+        ngx_uint_t   ok;
+        char        *q, run[4096];
+        const char  *shape[][3] = {
+            { "{'model':'m',", " ", "'messages':[{'role':'user',"
+                                    "'content':'hi'}]}" },
+            { "{'model':'m','x':1.", "5", ",'messages':[{'role':'user',"
+                                          "'content':'hi'}]}" },
+            { "{'model':'m','x':1e", "0", "7,'messages':[{'role':'user',"
+                                          "'content':'hi'}]}" }
+        };
+
+        ok = 1;
+
+        for (k = 0; k < 3; k++) {
+            for (n = 1024; n <= 1025; n++) {
+                q = run + sprintf(run, "%s", shape[k][0]);
+                ngx_memset(q, shape[k][1][0], n);
+                sprintf(q + n, "%s", shape[k][2]);
+
+                test_build(run, TEST_SIZE, &out);
+
+                ok = ok && out.rc == NGX_OK
+                     && out.fast == (n == 1024 ? NGX_OK : NGX_DECLINED);
+            }
+        }
+
+        test_ok(ok, "1,024 blanks, fraction digits or exponent zeros in a "
+                "row take the fast path; 1,025 are left to jansson");
+    }
+
+    /*
      * the fast path past pr.deadline: the clock is read once in 1024
      * steps, in whichever of its passes they fall (a system that does not
      * fit is read, measured, then written); once late it declines, never
