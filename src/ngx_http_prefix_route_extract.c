@@ -476,7 +476,7 @@ ngx_http_prefix_route_gather(ngx_chain_t *in, off_t size,
                                      : b->file_last - b->file_pos;
 
         /*
-         * a body over 8 MiB 1 MiB at a time, within max_parse: 150 MiB,
+         * 1 MiB at a time, a body over 8 MiB within max_parse: 150 MiB,
          * mapped and copied, took 90 ms (helper-70)
          */
 
