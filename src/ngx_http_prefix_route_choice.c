@@ -28,13 +28,6 @@
 /* a server's weight, at least 1 */
 #define ngx_http_prefix_route_weight(c)    ((c)->weight > 0 ? (c)->weight : 1)
 
-/*
- * bytes of the prompt the cost counts candidate "i" to hold: the guess
- * for the candidate "top", the index's match for the others
- */
-#define ngx_http_prefix_route_held(c, i, top, guess)                          \
-    ((ngx_int_t) (i) == (top) ? (guess) : (c)[i].match)
-
 /* policy=cache_aware: in-flight spread beyond which load alone decides */
 #define NGX_HTTP_PREFIX_ROUTE_IMBALANCE    15
 
@@ -131,7 +124,7 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
 {
     double      decode, weight, total, room, best, limit, share,
                 affinity;
-    size_t      longest, match, guess, most;
+    size_t      longest, guess, most, shared, next;
     uint64_t    cached;
     ngx_int_t   chosen, any, top;
     ngx_uint_t  i, inflight, bounded;
@@ -140,6 +133,7 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
     inflight = 0;
     cached = 0;
     longest = 0;
+    shared = 0;
     top = NGX_ERROR;
 
     for (i = 0; i < n; i++) {
@@ -148,6 +142,10 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
             continue;
         }
 
+        /* "shared": the second longest match, held by two servers */
+
+        next = ngx_min(longest, c[i].match);
+        shared = ngx_max(shared, next);
         longest = ngx_max(longest, c[i].match);
 
         if (top == NGX_ERROR || c[i].rank > c[top].rank) {
@@ -172,6 +170,10 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
             continue;
         }
 
+        /* the guess for the top rank, the index's match for the others */
+
+        c[i].held = ((ngx_int_t) i == top) ? guess : c[i].match;
+
         total += ngx_http_prefix_route_weight(&c[i]);
         inflight += c[i].inflight;
         cached += c[i].cached;
@@ -194,12 +196,29 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
     for (i = 0; i < n; i++) {
 
         if (c[i].usable
-            && ngx_http_prefix_route_held(c, i, top, guess) == longest
+            && c[i].held == longest
             && (double) c[i].cached * total
                <= (double) cached * ngx_http_prefix_route_weight(&c[i]))
         {
             affinity *= 2;
             break;
+        }
+    }
+
+    /*
+     * a server far under its share of the index is counted to hold what
+     * the fleet shares: each other server looks faster for a new prompt
+     * by that prefix, and it would never fill; recorded, its own match
+     * takes over (docs/design.md, "Choosing a server")
+     */
+
+    for (i = 0; i < n; i++) {
+
+        if (c[i].usable && conf->max_load
+            && (double) c[i].cached * total * conf->max_load
+               < (double) cached * ngx_http_prefix_route_weight(&c[i]) * 100)
+        {
+            c[i].held = ngx_max(c[i].held, shared);
         }
     }
 
@@ -211,12 +230,11 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
 
         decode = ngx_min(c[i].decoding, NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS / 2);
         weight = ngx_http_prefix_route_weight(&c[i]);
-        match = ngx_http_prefix_route_held(c, i, top, guess);
 
-        c[i].cost = (c[i].queued + (double) (len - match))
+        c[i].cost = (c[i].queued + (double) (len - c[i].held))
                     * NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS
                     / (NGX_HTTP_PREFIX_ROUTE_STEP_TOKENS - decode) / weight
-                    + (double) (longest - match) * affinity;
+                    + (double) (longest - c[i].held) * affinity;
     }
 
     /* the load bound: room for this request, rounded up */
@@ -273,7 +291,7 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
     for (i = 0; i < n; i++) {
 
         if (c[i].room && c[i].cost <= limit) {
-            most = ngx_max(most, ngx_http_prefix_route_held(c, i, top, guess));
+            most = ngx_max(most, c[i].held);
         }
     }
 
@@ -288,8 +306,7 @@ ngx_http_prefix_route_ttft(ngx_http_prefix_route_candidate_t *c,
     for (i = 0; i < n; i++) {
 
         if (!c[i].room || c[i].cost > limit
-            || (double) (most - ngx_http_prefix_route_held(c, i, top, guess))
-               > limit - best)
+            || (double) (most - c[i].held) > limit - best)
         {
             continue;
         }

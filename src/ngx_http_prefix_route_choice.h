@@ -73,6 +73,7 @@ typedef struct {
     unsigned        usable:1;    /* up, not tried, under max_conns */
 
     /* set by ngx_http_prefix_route_choose() */
+    size_t          held;        /* bytes the cost counts it to hold */
     double          cost;
     unsigned        room:1;      /* under the load bound */
 } ngx_http_prefix_route_candidate_t;
@@ -93,7 +94,13 @@ typedef struct {
  *
  * "longest" is the longest match among the usable servers; "evict" is 2
  * while a holder of it has at most its weighted share of the index's
- * blocks (a copy elsewhere would evict as much there), else 1.  Costs within
+ * blocks (a copy elsewhere would evict as much there), else 1.  A server
+ * whose share of the index is under 100 / max_load of its weighted share
+ * (restarted, new, or given a new zone) is counted to hold ("match") the
+ * longest prefix the index has on two usable servers or more, one the
+ * fleet shares (a system prompt, tools): it then takes new prompts that
+ * share it until it holds its share, where otherwise every server would
+ * look faster and it would stay idle.  Costs within
  * max(slack, 1/8 of the lowest) of the lowest are equal; among them,
  * of those whose match falls short of the longest among them by at most
  * that tolerance, a server whose share of the index is at most max_load

@@ -103,6 +103,16 @@ sub chat {
            . "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"$text\"}]}";
 }
 
+# a new conversation $name behind a system prompt every one shares
+sub behind {
+    my $name = shift;
+    my $system = "You are the support assistant of a shared fleet. " x 8;
+    return "POST /v1/chat/completions\n"
+           . "{\"model\":\"m\",\"messages\":[{\"role\":\"system\","
+           . "\"content\":\"$system\"},{\"role\":\"user\","
+           . "\"content\":\"Question $name, asked once.\"}]}";
+}
+
 # a server that accepts connections (the kernel's backlog) and never
 # answers, for as long as the test runs
 our $Hang;
@@ -250,3 +260,33 @@ Until 2026-12-05 a server kept its excess until its next record.
 --- response_body_like eval
 ["ok\n",
  qr/"forgotten":[1-9]\d+,.*"blocks":(?:\d|10),"dropping":0,.*"blocks":(?:\d|10),"dropping":0,/s]
+
+
+
+=== TEST 10: a new zone: with b1 alone in the upstream, a conversation behind a shared system prompt
+--- http_config eval: ::upstream("zone=llm:3m", 1) . ::backends(1 .. 3)
+--- request eval: main::behind("X1")
+--- response_headers_like: X-Prefix-Route: MISS 0 \d+
+--- response_body
+b1
+
+
+
+=== TEST 11: then with b2 alone, another one: two servers hold the system prompt
+--- http_config eval: ::upstream("zone=llm:3m", 2) . ::backends(1 .. 3)
+--- request eval: main::behind("X2")
+--- response_body
+b2
+
+
+
+=== TEST 12: a reload adds b3, whose cache is empty: it takes some of the new conversations behind the system prompt
+Until 2026-12-07 every server that held the system prompt looked faster
+by its prefill, and b3 took none of them while no queue formed.
+--- http_config eval: ::upstream("zone=llm:3m", 1, 2, 3) . ::backends(1 .. 3)
+--- config eval: ::proxy() . "location = /status {\n    prefix_route_status;\n}\n"
+--- request eval
+[(map { main::behind("N$_") } 1 .. 12), "GET /status"]
+--- response_body_like eval
+[("^b[123]\n\\z") x 12,
+ qr/\{"name":"127\.0\.0\.1:19103",[^}]*"requests":[1-9]/]

@@ -114,7 +114,7 @@ test_set(ngx_http_prefix_route_candidate_t *c, size_t match, double queued,
     ngx_memzero(c, sizeof(ngx_http_prefix_route_candidate_t));
 
     c->match = match;
-    c->cached = match / 64;
+    c->cached = 64 + match / 64;    /* a fleet in use: others' prompts too */
     c->queued = queued;
     c->inflight = inflight;
     c->rank = rank;
@@ -285,6 +285,42 @@ test_choice(void)
     k = ngx_http_prefix_route_choose(c, 2, 20000, 0, &ttft);
     test_ok(k == 1 && c[1].cost == 20000 + 8000,
             "and beyond 3/4, once");
+
+    /*
+     * a server far under its share of the index (restarted, new) is
+     * counted to hold what two servers or more hold: it would otherwise
+     * look slower for every prompt behind a shared system prompt
+     */
+
+    test_set(&c[0], 1024, 0, 1, 1);
+    test_set(&c[1], 1024, 0, 1, 2);
+    test_set(&c[2], 1024, 0, 1, 3);
+    test_set(&c[3], 0, 0, 0, 4);
+    c[3].cached = 0;
+    k = ngx_http_prefix_route_choose(c, 4, 1600, 0, &ttft);
+    test_ok(k == 3 && c[3].cost == c[2].cost && c[3].held == 1024,
+            "a restarted server, with nothing in the index, and a prompt "
+            "behind a system prompt the others hold: as if it held it, "
+            "equal estimates, the highest rank");
+    test_ok(c[3].match == 0, "its match is left as the index has it");
+
+    c[3].cached = 54;
+    k = ngx_http_prefix_route_choose(c, 4, 1600, 0, &ttft);
+    test_ok(k == 2 && c[3].held == 0,
+            "54 blocks, more than 2/3 of the mean (73.5, max_load=150): "
+            "it holds its own");
+
+    c[3].cached = 0;
+    ttft.max_load = 0;
+    k = ngx_http_prefix_route_choose(c, 4, 1600, 0, &ttft);
+    test_ok(k == 2, "max_load=off: not");
+    ttft.max_load = 150;
+
+    c[0].match = 6000;
+    k = ngx_http_prefix_route_choose(c, 4, 6500, 0, &ttft);
+    test_ok(k == 0 && c[3].held == 1024,
+            "a conversation one server holds: counted only up to what two "
+            "hold, and it stays where it is");
 
     /* decoding requests slow the prefill */
 
