@@ -3626,10 +3626,11 @@ ngx_http_prefix_route_check(ngx_conf_t *cf)
 
 
 /*
- * Whether the engine's response has a Content-Encoding (gzip, br...),
- * read from the engine's own header lines: headers_out's is the client's,
- * which nginx's gzip sets though it compresses after the body filter, and
- * headers_in.content_encoding left nginx in 1.23.0.  Returns 1 or 0.
+ * Whether the engine's response has a Content-Encoding (gzip, br...)
+ * other than "identity", read from the engine's own header lines:
+ * headers_out's is the client's, which nginx's gzip sets though it
+ * compresses after the body filter, and headers_in.content_encoding left
+ * nginx in 1.23.0.  Returns 1 or 0.
  */
 
 static ngx_uint_t
@@ -3649,7 +3650,12 @@ ngx_http_prefix_route_encoded(ngx_http_upstream_t *u)
                 && ngx_strncasecmp(h[i].key.data,
                                    (u_char *) "Content-Encoding",
                                    sizeof("Content-Encoding") - 1)
-                   == 0)
+                   == 0
+                && (h[i].value.len != sizeof("identity") - 1
+                    || ngx_strncasecmp(h[i].value.data,
+                                       (u_char *) "identity",
+                                       sizeof("identity") - 1)
+                       != 0))
             {
                 return 1;
             }
@@ -3847,7 +3853,7 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     int64_t                            d, o;
     uint64_t                           sample, bpt, predicted, would, tol;
     uint64_t                           grow, limit;
-    ngx_uint_t                         n, i, k, a, wa, dropped, stale;
+    ngx_uint_t                         i, k, a, wa, dropped, stale;
     ngx_msec_t                         now;
     ngx_http_prefix_route_sh_t        *sh;
     ngx_http_prefix_route_peer_t      *sp;
@@ -3916,9 +3922,9 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
     }
 
     if (sample) {
-        /* the mean of the first 16 samples, then a moving average */
-        n = ngx_min(ratio->samples, 15);
-        ratio->ratio = (uint32_t) ((ratio->ratio * n + sample) / (n + 1));
+        ratio->ratio = ngx_http_prefix_route_usage_ratio(ratio->ratio,
+                                                         ratio->samples,
+                                                         sample);
         ratio->samples++;
     }
 

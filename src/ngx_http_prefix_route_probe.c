@@ -697,6 +697,16 @@ ngx_http_prefix_route_probe_read(ngx_event_t *rev)
     }
 
     if (rev->timedout) {
+
+        /* after a 2xx status the server is up, its page not read */
+
+        if (s->state != NGX_HTTP_PREFIX_ROUTE_PROBE_STATUS) {
+            ngx_http_prefix_route_probe_finish(s,
+                                         NGX_HTTP_PREFIX_ROUTE_PROBE_ANSWERED,
+                                         "the page timed out");
+            return;
+        }
+
         ngx_http_prefix_route_probe_finish(s,
                                            NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED,
                                            "timed out");
@@ -815,7 +825,11 @@ ngx_http_prefix_route_probe_parse(ngx_http_prefix_route_probe_slot_t *s,
         s->hlong = 0;
     }
 
-    if (s->state == NGX_HTTP_PREFIX_ROUTE_PROBE_BODY && p < last) {
+    if (s->state != NGX_HTTP_PREFIX_ROUTE_PROBE_BODY) {
+        return s->unread ? NGX_OK : NGX_AGAIN;
+    }
+
+    if (p < last) {
         size = last - p;
 
         if (s->length >= 0) {
@@ -824,10 +838,12 @@ ngx_http_prefix_route_probe_parse(ngx_http_prefix_route_probe_slot_t *s,
 
         ngx_http_prefix_route_metrics_feed(&s->metrics, p, size);
         s->body += size;
+    }
 
-        if (s->length >= 0 && s->body >= s->length) {
-            return NGX_OK;
-        }
+    /* "Content-Length: 0" ends with the headers */
+
+    if (s->length >= 0 && s->body >= s->length) {
+        return NGX_OK;
     }
 
     return s->unread ? NGX_OK : NGX_AGAIN;

@@ -15,6 +15,9 @@
 /* objects of each kind tried at most in each of the head and the tail */
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_TRIES  8
 
+/* samples of a model's bytes a token whose mean is taken whole */
+#define NGX_HTTP_PREFIX_ROUTE_USAGE_LEARN  16
+
 /* the members read, by their keys' places below */
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_PROMPT  0   /* every prompt token */
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_INPUT   1   /* also: those not cached */
@@ -696,4 +699,20 @@ ngx_http_prefix_route_usage_count(ngx_http_prefix_route_count_t *c,
     *n = (uint64_t) c->value;
 
     return NGX_OK;
+}
+
+
+uint32_t
+ngx_http_prefix_route_usage_ratio(uint32_t ratio, uint64_t samples,
+    uint64_t sample)
+{
+    uint64_t  n;
+
+    if (samples >= NGX_HTTP_PREFIX_ROUTE_USAGE_LEARN) {
+        sample = ngx_max(ngx_min(sample, (uint64_t) ratio * 2), ratio / 2);
+    }
+
+    n = ngx_min(samples, NGX_HTTP_PREFIX_ROUTE_USAGE_LEARN - 1);
+
+    return (uint32_t) (((uint64_t) ratio * n + sample) / (n + 1));
 }

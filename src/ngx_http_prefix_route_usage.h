@@ -120,5 +120,18 @@ ngx_int_t ngx_http_prefix_route_usage_json(u_char *p, u_char *last,
 ngx_int_t ngx_http_prefix_route_usage_scan(u_char *p, u_char *last,
     ngx_uint_t object, ngx_http_prefix_route_tokens_t *t);
 
+/*
+ * A model's bytes of canonical prompt per engine token, x 256, learned
+ * from one more "sample" (x 256, of a prompt of text seen whole) after
+ * "samples" of them: the mean of the first 16, then a moving average over
+ * 16.  From the 17th on a sample counts as at most twice the figure and
+ * at least half of it, so that one report moves the figure by 1/16 at
+ * most: an engine that reports 1 prompt token for 4.8 KB of prompt moved
+ * it from 6.16 to 302.65 bytes a token (helper-72, 2026-12-07).  Never
+ * fails.
+ */
+uint32_t ngx_http_prefix_route_usage_ratio(uint32_t ratio, uint64_t samples,
+    uint64_t sample);
+
 
 #endif /* _NGX_HTTP_PREFIX_ROUTE_USAGE_H_INCLUDED_ */

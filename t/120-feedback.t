@@ -58,6 +58,13 @@ our $Engine = "server {\n    listen " . ::addr(1) . ";\n" . <<'_EOC_' . "}\n";
         add_header Content-Encoding gzip;
         return 200 '{"usage":{"prompt_tokens":100,"prompt_tokens_details":{"cached_tokens":64}}}';
     }
+    location /v1/identity {
+        add_header Content-Encoding identity;
+        return 200 '{"usage":{"prompt_tokens":100,"prompt_tokens_details":{"cached_tokens":64}}}';
+    }
+    location /v1/one-token {
+        return 200 '{"usage":{"prompt_tokens":1,"prompt_tokens_details":{"cached_tokens":0}}}';
+    }
     location /v1/truncated {
         return 200 '{"choices":[],"usage":{"prompt_tokens":100,"prompt_tokens_details":{"cached_tok';
     }
@@ -681,3 +688,31 @@ it by M's blocks at most.
 main::learned(2048, "", "", "", "status", "", "status", "", "status", "", "status")
 --- response_body eval
 ["", "", "", "learned\n", "", "rose\n", "", "same\n", "", "rose\n"]
+
+
+
+=== TEST 27: "Content-Encoding: identity" is no compression: the usage is read
+Until 2026-12-07 any Content-Encoding turned the reading off (helper-72).
+--- request eval
+[::ask("identity", "a"), "GET /fb", "GET /status"]
+--- response_body_like eval
+['"cached_tokens":64\}\}\}\z', '\A64\n\z',
+ '"feedback_responses":1,"reported_prompt_tokens":100,"reported_cached_tokens":64,']
+
+
+
+=== TEST 28: an engine that reports 1 prompt token for a whole prompt moves the model's bytes a token by 1/16 at most, once 16 answers have taught it
+Until 2026-12-07 one such answer took it from 6.16 to 302.65 (helper-72).
+--- request eval
+[(map { ::ask("json", "p$_") } 1 .. 16), "GET /status", ::ask("one-token", "q"), "GET /status"]
+--- response_body_filters eval
+my $was;
+[([]) x 16,
+ [sub { ($was) = $_[0] =~ /"bytes_per_token":([\d.]+),"samples":16,/; defined $was ? "learned\n" : "not learned\n" }],
+ [],
+ [sub { my ($now) = $_[0] =~ /"bytes_per_token":([\d.]+),"samples":17,/;
+        !defined $now ? "no figure\n"
+        : $now >= $was && $now <= $was * 17 / 16 + 0.01 ? "moved by 1/16 at most\n"
+        : "moved from $was to $now\n" }]]
+--- response_body_like eval
+[("") x 16, '^learned\n\z', "", '^moved by 1/16 at most\n\z']

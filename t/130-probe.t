@@ -19,6 +19,8 @@ use Test::Nginx::Socket 'no_plan';
 use FindBin;
 use lib $FindBin::Bin;
 use PrefixRoute qw(:DEFAULT chat sys user text);
+use IO::Socket::INET;
+use POSIX ();
 
 # upstream llm over the servers given, with "prefix_route_probe $probe"
 sub probed {
@@ -47,6 +49,34 @@ sub vllm {
          . "vllm:kv_cache_usage_perc{model_name=\\\"m\\\"} $kv\\n"
          . "vllm:prompt_tokens_total{model_name=\\\"m\\\"} $served\\n\";";
 }
+
+# a server of the test's own, on a port the kernel gives: it answers each
+# connection with $answer and holds it open; it ends with the test file
+our (@Raw, $Parent);
+$Parent = $$;
+
+sub raw_engine {
+    my $answer = shift;
+    my $l = IO::Socket::INET->new(Listen => 8, ReuseAddr => 1,
+                                  LocalAddr => '127.0.0.1:0')
+        or die "cannot listen: $!\n";
+    my $pid = fork // die "fork: $!\n";
+    if (!$pid) {
+        alarm 300;
+        my @held;
+        while (my $c = $l->accept) {
+            print $c $answer;
+            push @held, $c;
+        }
+        POSIX::_exit(0);
+    }
+    push @Raw, $pid;
+    my $port = $l->sockport;
+    close $l;
+    return $port;
+}
+
+END { kill 'TERM', @Raw if $$ == $Parent && @Raw; }
 
 our $Locations = <<'_EOC_';
 location = /status {
@@ -509,3 +539,44 @@ go on (3 failures or more).
 --- no_error_log
 [alert]
 [crit]
+
+
+
+=== TEST 26: a 2xx page of "Content-Length: 0" on a connection left open ends with its headers: an answer, the server stays up
+Until 2026-12-07 the probe waited for the connection to close and failed
+at its timeout (helper-72).  The first server, the test's own, sends
+its headers and holds the connection.
+--- http_config eval
+"upstream llm {\n    prefix_route zone=llm:1m;\n    prefix_route_probe $::Probe;\n"
+. "    server 127.0.0.1:"
+. ::raw_engine("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n")
+. ";\n    server " . ::addr(2) . ";\n}\n"
+. ::engine(2, ::vllm(0, 0, 0.1, 1))
+--- request eval
+["GET /sleep", "GET /status", "GET /log"]
+--- response_body_like eval
+["ok", qr/\A(?!.*unhealthy)(?:(?!"engine").)*"probe_failures":0,"probe_restarts":0\}/s,
+ qr/\A(?!.*probe failed)(?:.*\n)*.*\[warn\] .*prefix_route: the metrics page is not read: the page has no queue and running gauges of a known engine/]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 27: a 2xx page that stops in the middle of its body is an answer: the server stays up
+As a page cut short is: the engine answered, its page is not read.
+Until 2026-12-07 it failed at the timeout and the server was passed over
+(helper-72).
+--- http_config eval
+::probed($::Probe, 1, 2)
+. ::engine(1, 'echo -n "vllm:num_requests_waiting 3\n"; echo_flush; echo_sleep 10; echo late;')
+. ::engine(2, ::vllm(0, 0, 0.1, 1))
+--- request eval
+["GET /sleep", "GET /status", "GET /log"]
+--- response_body_like eval
+["ok", qr/\A(?!.*unhealthy)(?:(?!"engine").)*"probe_failures":0,"probe_restarts":0\}/s,
+ qr/\A(?!.*probe failed)(?:.*\n)*.*\[warn\] .*prefix_route: the metrics page is not read: the page timed out; the server is balanced/]
+--- no_error_log
+[alert]
+[crit]
+--- timeout: 5

@@ -37,6 +37,7 @@ static void test_quote(u_char *p, size_t len);
 static void test_scan(const char *name, ngx_uint_t object, const char *json,
     ngx_int_t fast, ngx_int_t rc, uint64_t prompt, uint64_t cached);
 static void test_edits(const char *json, ngx_uint_t object);
+static void test_ratio(void);
 static ngx_uint_t test_same(u_char *p, size_t len, ngx_uint_t object);
 
 
@@ -362,7 +363,52 @@ main(void)
             "replaced, inserted or removed, or the object cut short): "
             "where the fast path answers, jansson answers the same");
 
+    test_ratio();
+
     return test_done();
+}
+
+
+/* a model's bytes a token (x 256), learned from the engines' reports */
+
+static void
+test_ratio(void)
+{
+    uint32_t  r;
+    uint64_t  n;
+
+    r = 0;
+
+    for (n = 0; n < 16; n++) {
+        r = ngx_http_prefix_route_usage_ratio(r, n, n % 2 ? 3 * 256 : 5 * 256);
+    }
+
+    test_ok(r >= 4 * 256 - 16 && r <= 4 * 256 + 16,
+            "the first 16 samples: their mean (within 1/16 of a byte)");
+
+    r = ngx_http_prefix_route_usage_ratio(4 * 256, 16, 4800 * 256);
+
+    test_ok(r == (4 * 256 * 15 + 8 * 256) / 16,
+            "then a report of 1 token for 4.8 KB counts as twice the "
+            "figure: it moves by 1/16 (4 -> 4.25 bytes a token)");
+
+    r = ngx_http_prefix_route_usage_ratio(4 * 256, 16, 1);
+
+    test_ok(r == (4 * 256 * 15 + 2 * 256) / 16,
+            "and one of 4 billion tokens as half of it");
+
+    r = 4 * 256;
+
+    for (n = 16; n < 100; n++) {
+        r = ngx_http_prefix_route_usage_ratio(r, n, 6 * 256);
+    }
+
+    test_ok(r > 5 * 256 && r <= 6 * 256,
+            "a model whose prompts change: the figure follows them");
+
+    r = ngx_http_prefix_route_usage_ratio(0, 0, 4800 * 256);
+
+    test_ok(r == 4800 * 256, "the first sample is taken as it is");
 }
 
 
