@@ -3,9 +3,9 @@
 nginx instances and backends of the benches and the stress checks.
 
 Used as a library by bench/run/bench.py (bench, demo, serve and the
-browser check's fleet) and bench/lock/run, and through its command line
-by the shell scripts: t/stress/lib.sh, bench/overhead/run and
-t/browser/status-page.
+browser check's fleet), bench/lock/run and bench/cold/run, and through
+its command line by the shell scripts: t/stress/lib.sh, bench/overhead/run
+and t/browser/status-page.
 
 An nginx instance lives in a prefix directory: PREFIX/conf/nginx.conf,
 PREFIX/logs/error.log, PREFIX/logs/nginx.pid (its configuration says
