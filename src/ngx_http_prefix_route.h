@@ -71,6 +71,8 @@ typedef struct {
 /* the configuration of one upstream{} that uses prefix_route */
 typedef struct {
     ngx_shm_zone_t                     *shm_zone;
+    u_char                             *file_name;   /* of the directive, */
+    ngx_uint_t                          line;        /* for messages */
     size_t                              resized;     /* bytes: the size of
                                                         the zone of this
                                                         name it replaced,

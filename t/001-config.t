@@ -489,8 +489,8 @@ upstream llm {
     server 127.0.0.1:1;
 }
 --- must_die
---- error_log
-another load balancing method replaces "prefix_route" in upstream "llm"
+--- error_log eval
+qr/another load balancing method replaces "prefix_route" in upstream "llm" in \S+nginx\.conf:\d+: it follows "prefix_route" in \S+nginx\.conf:\d+; remove it, or put it before "prefix_route" with "shadow" to leave it in charge/
 
 
 
@@ -899,3 +899,43 @@ invalid max_parse "max_parse=fast", it must be a time from 1ms to 10s, or "off"
 --- must_die
 --- error_log
 duplicate parameter "max_parse=1s"
+
+
+
+=== TEST 80: two server lines of one address: nginx warns, naming the address and the upstream, and starts
+--- http_config eval
+::upstream("zone=llm:1m", 1, 2, 1) . ::backends(1, 2)
+--- request eval
+my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 100) . "\"}";
+[$req]
+--- response_body_like eval
+["^b[12]\n\\z"]
+--- error_log eval
+qr/\[warn\] .*server "127\.0\.0\.1:\d+" is named by more than one "server" line of upstream "llm" in \S+nginx\.conf:\d+: prefix_route counts them as one server/
+
+
+
+=== TEST 81: distinct addresses, one in the backup list: no such warning
+--- http_config eval
+::upstream("zone=llm:1m", 1, "2 backup") . ::backends(1, 2)
+--- request eval
+my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 100) . "\"}";
+[$req, $req]
+--- response_body_like eval
+["^b1\n\\z", "^b1\n\\z"]
+--- no_error_log
+more than one "server" line
+[error]
+
+
+
+=== TEST 82: an address in the primary and the backup list: warned of too
+--- http_config eval
+::upstream("zone=llm:1m", 1, 2, "1 backup") . ::backends(1, 2)
+--- request eval
+my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 100) . "\"}";
+[$req]
+--- response_body_like eval
+["^b[12]\n\\z"]
+--- error_log eval
+qr/\[warn\] .*server "127\.0\.0\.1:\d+" is named by more than one "server" line of upstream "llm"/

@@ -116,8 +116,8 @@ first left it (HIT), b's goes where the hash sends b.
 === TEST 6: another balancer after prefix_route replaces it, shadow or not: an error
 --- http_config eval: ::shadowed(undef, 'least_conn;')
 --- must_die
---- error_log
-another load balancing method replaces "prefix_route" in upstream "llm"
+--- error_log eval
+qr/another load balancing method replaces "prefix_route" in upstream "llm" in \S+: it follows "prefix_route" in \S+nginx\.conf:\d+; a method left in charge in shadow mode goes before "prefix_route"/
 
 
 
