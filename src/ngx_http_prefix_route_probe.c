@@ -15,8 +15,17 @@
 #include "ngx_http_prefix_route_probe.h"
 
 
-/* bytes of the status line and headers at most; longer: not HTTP */
+/*
+ * bytes of the status line and headers at most: a longer status line is
+ * not HTTP; longer headers after a 2xx status, a page not read
+ */
 #define NGX_HTTP_PREFIX_ROUTE_PROBE_HEADERS  16384
+
+/*
+ * ms between two warns that a server's page is not read: a page that is
+ * read and not in turn (helper-72) is logged at info meanwhile
+ */
+#define NGX_HTTP_PREFIX_ROUTE_PROBE_REWARN   300000
 
 /*
  * Readings the moving average of others' requests follows: a queue seen
@@ -91,6 +100,8 @@ typedef struct {
     uint32_t                            round;    /* the zone's, when it
                                                      began */
     ngx_uint_t                          warned;   /* a page not read */
+    ngx_msec_t                          warned_at; /* the last warn of it */
+    ngx_uint_t                          ever;     /* warned since set */
     char                               *unread;   /* why, when it is not */
     u_char                              why[48];  /* a status in unread */
 
@@ -296,6 +307,7 @@ ngx_http_prefix_route_probe_set(ngx_http_prefix_route_probe_slot_t *s,
         || ngx_memcmp(s->addr, peer->name.data, peer->name.len) != 0)
     {
         s->warned = 0;
+        s->ever = 0;
     }
 
     ngx_memcpy(&s->sockaddr, peer->sockaddr,
@@ -697,19 +709,12 @@ ngx_http_prefix_route_probe_read(ngx_event_t *rev)
     }
 
     if (rev->timedout) {
-
-        /* after a 2xx status the server is up, its page not read */
-
-        if (s->state != NGX_HTTP_PREFIX_ROUTE_PROBE_STATUS) {
-            ngx_http_prefix_route_probe_finish(s,
-                                         NGX_HTTP_PREFIX_ROUTE_PROBE_ANSWERED,
-                                         "the page timed out");
-            return;
-        }
-
         ngx_http_prefix_route_probe_finish(s,
                                            NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED,
-                                           "timed out");
+                                           s->state
+                                           == NGX_HTTP_PREFIX_ROUTE_PROBE_STATUS
+                                           ? "timed out"
+                                           : "the page timed out");
         return;
     }
 
@@ -804,8 +809,16 @@ ngx_http_prefix_route_probe_parse(ngx_http_prefix_route_probe_slot_t *s,
 
             if (s->received - (last - p) > NGX_HTTP_PREFIX_ROUTE_PROBE_HEADERS)
             {
-                s->unread = "not an HTTP response";
-                return NGX_ERROR;
+                if (s->state == NGX_HTTP_PREFIX_ROUTE_PROBE_STATUS) {
+                    s->unread = "not an HTTP response";
+                    return NGX_ERROR;
+                }
+
+                if (s->unread == NULL) {
+                    s->unread = "its headers are longer than 16 KiB";
+                }
+
+                return NGX_OK;
             }
 
             continue;
@@ -953,20 +966,6 @@ ngx_http_prefix_route_probe_header(ngx_http_prefix_route_probe_slot_t *s)
 static void
 ngx_http_prefix_route_probe_end(ngx_http_prefix_route_probe_slot_t *s)
 {
-    /*
-     * a 2xx status whose headers max_size cut: the server answered, the
-     * page is not read
-     */
-
-    if (s->state == NGX_HTTP_PREFIX_ROUTE_PROBE_HEADER
-        && s->received >= (off_t) s->prober->prcf->probe.max_size)
-    {
-        ngx_http_prefix_route_probe_finish(s,
-                                         NGX_HTTP_PREFIX_ROUTE_PROBE_ANSWERED,
-                                         s->unread);
-        return;
-    }
-
     if (s->state != NGX_HTTP_PREFIX_ROUTE_PROBE_BODY) {
         ngx_http_prefix_route_probe_finish(s,
                                            NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED,
@@ -998,8 +997,8 @@ ngx_http_prefix_route_probe_end(ngx_http_prefix_route_probe_slot_t *s)
 /*
  * Closes the probe's connection and keeps what it found in the server's
  * record; logs a server passed over or back (warn, notice), a restart
- * (notice), a page that cannot be read (warn, once until one is read) and
- * each failure (info).
+ * (notice), a page that cannot be read (warn, once until one is read, at
+ * most every 5 minutes: info between) and each failure (info).
  */
 
 static void
@@ -1008,7 +1007,7 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
 {
     double                              served;
     ngx_uint_t                          down, up, restarted, dropped;
-    ngx_uint_t                          all, own, waiting;
+    ngx_uint_t                          all, own, waiting, level;
     ngx_http_prefix_route_probe_t      *pb;
     ngx_http_prefix_route_peer_t       *sp;
     ngx_http_prefix_route_index_t      *idx;
@@ -1018,6 +1017,17 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
     if (s->pc.connection) {
         ngx_close_connection(s->pc.connection);
         s->pc.connection = NULL;
+    }
+
+    /*
+     * after a 2xx status line the server is up, whatever cut its page
+     * short (a timeout, a close, max_size, 16 KiB of headers): helper-72
+     */
+
+    if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED
+        && s->state != NGX_HTTP_PREFIX_ROUTE_PROBE_STATUS)
+    {
+        rc = NGX_HTTP_PREFIX_ROUTE_PROBE_ANSWERED;
     }
 
     s->busy = 0;
@@ -1174,7 +1184,21 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
 
     if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_ANSWERED && !s->warned) {
         s->warned = 1;
-        ngx_log_error(NGX_LOG_WARN, &s->log, 0,
+
+        level = NGX_LOG_WARN;
+
+        if (s->ever
+            && (ngx_msec_int_t) (ngx_current_msec - s->warned_at)
+               < NGX_HTTP_PREFIX_ROUTE_PROBE_REWARN)
+        {
+            level = NGX_LOG_INFO;
+
+        } else {
+            s->ever = 1;
+            s->warned_at = ngx_current_msec;
+        }
+
+        ngx_log_error(level, &s->log, 0,
                       "prefix_route: the metrics page is not read: %s; the "
                       "server is balanced by the zone's own load figures",
                       reason);

@@ -51,12 +51,13 @@ sub vllm {
 }
 
 # a server of the test's own, on a port the kernel gives: it answers each
-# connection with $answer and holds it open; it ends with the test file
+# connection with $answer and holds it open, or closes it if $close; it
+# ends with the test file
 our (@Raw, $Parent);
 $Parent = $$;
 
 sub raw_engine {
-    my $answer = shift;
+    my ($answer, $close) = @_;
     my $l = IO::Socket::INET->new(Listen => 8, ReuseAddr => 1,
                                   LocalAddr => '127.0.0.1:0')
         or die "cannot listen: $!\n";
@@ -65,6 +66,16 @@ sub raw_engine {
         alarm 300;
         my @held;
         while (my $c = $l->accept) {
+            if ($close) {
+                # the request read first: a close with it unread is a reset
+                my $req = "";
+                while ($req !~ /\r\n\r\n/ && sysread($c, my $buf, 4096)) {
+                    $req .= $buf;
+                }
+                print $c $answer;
+                close $c;
+                next;
+            }
             print $c $answer;
             push @held, $c;
         }
@@ -580,3 +591,62 @@ Until 2026-12-07 it failed at the timeout and the server was passed over
 [alert]
 [crit]
 --- timeout: 5
+
+
+
+=== TEST 28: a 2xx page whose headers pass 16 KiB is an answer: the page is not read, the server stays up
+Until 2026-12-07 it failed as "not an HTTP response" and the server was
+passed over (helper-72).
+--- http_config eval
+"upstream llm {\n    prefix_route zone=llm:1m;\n    prefix_route_probe $::Probe;\n"
+. "    server 127.0.0.1:"
+. ::raw_engine("HTTP/1.1 200 OK\r\nX-Padding: " . ("a" x 20000) . "\r\n\r\nvllm:num_requests_waiting 0\n")
+. ";\n    server " . ::addr(2) . ";\n}\n"
+. ::engine(2, ::vllm(0, 0, 0.1, 1))
+--- request eval
+["GET /sleep", "GET /status", "GET /log"]
+--- response_body_like eval
+["ok", qr/\A(?!.*unhealthy)(?:(?!"engine").)*"probe_failures":0,"probe_restarts":0\}/s,
+ qr/\A(?!.*probe failed)(?:.*\n)*.*\[warn\] .*prefix_route: the metrics page is not read: its headers are longer than 16 KiB; the server is balanced/]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 29: a 2xx status line and then a close is an answer too; a close within the status line fails, as in TEST 13
+--- http_config eval
+"upstream llm {\n    prefix_route zone=llm:1m;\n    prefix_route_probe $::Probe;\n"
+. "    server 127.0.0.1:" . ::raw_engine("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n", 1)
+. ";\n    server 127.0.0.1:" . ::raw_engine("HTTP/1.1 200", 1)
+. ";\n}\n"
+--- request eval
+["GET /sleep", "GET /status", "GET /log"]
+--- response_body_like eval
+["ok", qr/\A(?:(?!"engine").)*"probe_failures":0,"probe_restarts":0\}.*"state":"unhealthy"/s,
+ qr/\A(?:.*\n)*.*\[warn\] .*prefix_route: the metrics page is not read: closed before the answer ended; the server is balanced(?:.*\n)*.*probe failed: closed before the answer ended/]
+--- no_error_log
+[alert]
+[crit]
+
+
+
+=== TEST 30: a page read and not in turn warns once, and then says so at info, not again at warn
+helper-72 saw a warn every other round from such a page.
+--- http_config eval
+::probed($::Probe, 1, 2) . ::engine(1, ::vllm(0, 0, 0, 1))
+. ::engine(2, 'root html; if (-f $document_root/state/bad) { return 200 "garbage\n"; } ' . ::vllm(0, 0, 0, 1))
+--- request eval
+["PUT /state/bad\nx", "GET /sleep", "DELETE /state/bad", "GET /sleep",
+ "PUT /state/bad\nx", "GET /sleep", "DELETE /state/bad", "GET /sleep",
+ "PUT /state/bad\nx", "GET /sleep", "GET /status", "GET /log"]
+--- error_code eval
+[201, 200, 204, 200, 201, 200, 204, 200, 201, 200, 200, 200]
+--- response_body_like eval
+["", "ok", "", "ok", "", "ok", "", "ok", "", "ok",
+ qr/\A(?!.*unhealthy)(?:(?!"engine").)*"probe_failures":0,/s,
+ qr/\A(?!(?:.*\n)*.*\[warn\] .*metrics page is not read(?:.*\n)*.*\[warn\] .*metrics page is not read)(?:.*\n)*.*\[warn\] .*prefix_route: the metrics page is not read: the page has no queue(?:.*\n)*.*\[info\] .*prefix_route: the metrics page is not read: the page has no queue(?:.*\n)*.*\[info\] .*prefix_route: the metrics page is not read: the page has no queue/]
+--- no_error_log
+[alert]
+[crit]
+
