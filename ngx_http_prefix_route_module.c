@@ -575,7 +575,11 @@ ngx_http_prefix_route_init_process(ngx_cycle_t *cycle)
             ngx_http_prefix_route_capacity(prcf);
         }
 
-        if (prcf->resized && ngx_worker == 0) {
+        /* one worker tells, once: not again when the master respawns it */
+
+        if (prcf->resized && prcf->index.sh != NULL
+            && ngx_atomic_cmp_set(&prcf->index.sh->resize_told, 0, 1))
+        {
             ngx_log_error(NGX_LOG_WARN, cycle->log, 0,
                           "prefix_route zone \"%V\" is now %uz bytes, was "
                           "%uz: the new configuration starts an empty "

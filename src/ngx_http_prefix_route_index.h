@@ -480,6 +480,11 @@ typedef struct {
                                                    by the fast path or
                                                    jansson */
 
+    ngx_atomic_t                     resize_told; /* a worker warned
+                                                   that this new zone
+                                                   replaced one of
+                                                   another size */
+
     /* when the next round of engine probes is due, ms */
     ngx_msec_t                       probe_due;
     uint32_t                         probe_round;  /* rounds taken */
