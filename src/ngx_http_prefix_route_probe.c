@@ -153,6 +153,8 @@ static void ngx_http_prefix_route_probe_end(
 static void ngx_http_prefix_route_probe_finish(
     ngx_http_prefix_route_probe_slot_t *s, ngx_http_prefix_route_probe_e rc,
     char *reason);
+static ngx_uint_t ngx_http_prefix_route_probe_everywhere(
+    ngx_http_prefix_route_prober_t *pr);
 static u_char *ngx_http_prefix_route_probe_log(ngx_log_t *log, u_char *buf,
     size_t len);
 
@@ -1082,7 +1084,7 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
 
         if (pb->fails >= prcf->probe.fails && !pb->down) {
             pb->down = 1;
-            down = 1;
+            down = 1 + ngx_http_prefix_route_probe_everywhere(s->prober);
         }
 
     } else {
@@ -1161,11 +1163,19 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
                       "prefix_route: probe failed: %s", reason);
     }
 
-    if (down) {
+    if (down == 1) {
         ngx_log_error(NGX_LOG_WARN, &s->log, 0,
                       "prefix_route: %ui probes failed in a row (%s), the "
                       "server is passed over until one is answered",
                       prcf->probe.fails, reason);
+    }
+
+    if (down == 2) {
+        ngx_log_error(NGX_LOG_WARN, &s->log, 0,
+                      "prefix_route: %ui probes failed in a row (%s), as "
+                      "on every server probed: none is passed over (a "
+                      "wrong \"uri\" or a firewall is likelier than a "
+                      "dead fleet)", prcf->probe.fails, reason);
     }
 
     if (up) {
@@ -1207,6 +1217,31 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
     if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_READ) {
         s->warned = 0;
     }
+}
+
+
+/*
+ * Whether every server probed (not "down", in the lists) has its probes
+ * failing, the one just marked among them: the balancer then passes none
+ * over (ngx_http_prefix_route_passed()).  Returns 1 or 0; the caller holds
+ * the zone mutex.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_probe_everywhere(ngx_http_prefix_route_prober_t *pr)
+{
+    ngx_uint_t                           i;
+    ngx_http_prefix_route_probe_slot_t  *s;
+
+    for (i = 0; i < pr->n; i++) {
+        s = pr->slots[i];
+
+        if (!s->down && !s->gone && s->sp != NULL && !s->sp->probe.down) {
+            return 0;
+        }
+    }
+
+    return 1;
 }
 
 

@@ -56,6 +56,7 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_U_PREDICTED_TOKENS,
     NGX_HTTP_PREFIX_ROUTE_U_REPORTED_TOKENS,
     NGX_HTTP_PREFIX_ROUTE_U_SHADOW,
+    NGX_HTTP_PREFIX_ROUTE_U_FAIL_OPEN,
     NGX_HTTP_PREFIX_ROUTE_U_N
 };
 
@@ -230,7 +231,10 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
       "Prompt tokens of the same responses." },
     { "shadow", "shadow", "gauge",
       "1: shadow mode, the balancer configured before prefix_route "
-      "chooses; 0: prefix_route chooses." }
+      "chooses; 0: prefix_route chooses." },
+    { "fail_open", "fail_open", "gauge",
+      "1 while every primary peer round robin would use is unhealthy or "
+      "erring: none is passed over, all take requests; else 0." }
 };
 
 
@@ -678,7 +682,7 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
     size_t *size)
 {
     time_t                              now;
-    ngx_uint_t                          b, i, state;
+    ngx_uint_t                          b, i, state, failing, n, passed;
     ngx_http_upstream_rr_peer_t        *peer;
     ngx_http_upstream_rr_peers_t       *list;
     ngx_http_prefix_route_peer_t       *sp;
@@ -686,12 +690,17 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
 
     now = ngx_time();
     ps = st->peers;
+    n = 0;
+    passed = 0;
 
     for (b = 0, list = peers; list != NULL; b++, list = list->next) {
 
         for (peer = list->peer, i = 0; peer != NULL; peer = peer->next, i++) {
 
             sp = prcf->shared[b][i];
+
+            failing = peer->max_fails && peer->fails >= peer->max_fails
+                      && now - peer->checked <= peer->fail_timeout;
 
             if (peer->down) {
                 state = 1;
@@ -701,13 +710,18 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
             {
                 state = (state == 1) ? 4 : 5;
 
-            } else if (peer->max_fails && peer->fails >= peer->max_fails
-                       && now - peer->checked <= peer->fail_timeout)
-            {
+            } else if (failing) {
                 state = 2;
 
             } else {
                 state = b ? 3 : 0;
+            }
+
+            /* as ngx_http_prefix_route_passed() counts the primary list */
+
+            if (b == 0 && !peer->down && !failing) {
+                n++;
+                passed += (state >= 4);
             }
 
             /* a line repeating an address: its state, if more available */
@@ -743,6 +757,8 @@ ngx_http_prefix_route_status_peers(ngx_http_prefix_route_srv_conf_t *prcf,
             ps++;
         }
     }
+
+    st->v[NGX_HTTP_PREFIX_ROUTE_U_FAIL_OPEN] = (n && passed == n);
 }
 
 

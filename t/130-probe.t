@@ -165,7 +165,7 @@ b2's page answers 503.  Of 6 new prompts and 3 bodies that cannot be read
  ("POST /v1/chat/completions\nnot json") x 3, "GET /status", "GET /log"]
 --- response_body_like eval
 ["ok", ("^b1\n\\z") x 9,
- qr/"state":"up".*"state":"unhealthy","inflight":0,[^{}]*"probe_failures":[1-9]\d*,/s,
+ qr/"fail_open":0,.*"state":"up".*"state":"unhealthy","inflight":0,[^{}]*"probe_failures":[1-9]\d*,/s,
  qr/\[warn\] .*prefix_route: 2 probes failed in a row \(answered with status 503, not 2xx\), the server is passed over until one is answered while probing server 127\.0\.0\.1:\d+ at "\/metrics"/]
 --- no_error_log
 [alert]
@@ -173,15 +173,19 @@ b2's page answers 503.  Of 6 new prompts and 3 bodies that cannot be read
 
 
 
-=== TEST 4: when the probes fail on every server, none is passed over
-Both servers get some of 8 new prompts.
+=== TEST 4: when the probes fail on every server, none is passed over, and the status and the log say so
+Both servers get some of 8 new prompts; "fail_open" is 1, and the second
+server marked says every server's probes fail (helper-73: the status
+and the log said both were passed over).
 --- http_config eval
 ::probed($::Probe, 1, 2) . ::engine(1, 'return 503;') . ::engine(2, 'return 503;')
 --- request eval
-["GET /sleep", (map { ::ask("p$_") } 1 .. 8), "GET /status"]
+["GET /sleep", (map { ::ask("p$_") } 1 .. 8), "GET /status", "GET /status?format=prometheus", "GET /log"]
 --- response_body_like eval
 ["ok", ("^b[12]\n\\z") x 8,
- qr/"state":"unhealthy","inflight":0,"queued_bytes":0,"blocks":\d+,"dropping":0,"requests":[1-9]\d*,.*"state":"unhealthy","inflight":0,"queued_bytes":0,"blocks":\d+,"dropping":0,"requests":[1-9]\d*,/s]
+ qr/"fail_open":1,.*"state":"unhealthy","inflight":0,"queued_bytes":0,"blocks":\d+,"dropping":0,"requests":[1-9]\d*,.*"state":"unhealthy","inflight":0,"queued_bytes":0,"blocks":\d+,"dropping":0,"requests":[1-9]\d*,/s,
+ qr/^nginx_prefix_route_fail_open\{upstream="llm"\} 1$/m,
+ qr/\[warn\] .*prefix_route: 2 probes failed in a row \(answered with status 503, not 2xx\), the server is passed over until one is answered while probing(?:.*\n)*.*\[warn\] .*prefix_route: 2 probes failed in a row \(answered with status 503, not 2xx\), as on every server probed: none is passed over/]
 --- no_error_log
 [alert]
 [crit]
