@@ -464,6 +464,17 @@ ngx_http_prefix_route_probe_free(void *data)
 
 
 ngx_uint_t
+ngx_http_prefix_route_probe_fresh(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_http_prefix_route_probe_t *pb)
+{
+    return prcf->probe.interval
+           && pb->has_reading
+           && (ngx_msec_int_t) (ngx_current_msec - pb->read)
+              <= (ngx_msec_int_t) (2 * prcf->probe.interval);
+}
+
+
+ngx_uint_t
 ngx_http_prefix_route_probe_foreign(ngx_http_prefix_route_srv_conf_t *prcf,
     ngx_http_prefix_route_peer_t *sp, ngx_uint_t *waiting,
     ngx_uint_t *running)
@@ -475,12 +486,7 @@ ngx_http_prefix_route_probe_foreign(ngx_http_prefix_route_srv_conf_t *prcf,
     *waiting = 0;
     *running = 0;
 
-    if (!prcf->probe.interval
-        || !prcf->probe.load
-        || !pb->has_reading
-        || (ngx_msec_int_t) (ngx_current_msec - pb->read)
-           > (ngx_msec_int_t) (2 * prcf->probe.interval))
-    {
+    if (!prcf->probe.load || !ngx_http_prefix_route_probe_fresh(prcf, pb)) {
         return 0;
     }
 

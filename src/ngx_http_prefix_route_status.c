@@ -92,9 +92,13 @@ typedef struct {
 } ngx_http_prefix_route_field_t;
 
 
-/* the engine's gauges at the last probe of a peer that was read */
+/*
+ * the engine's gauges at the last probe of a peer that was read, shown
+ * while the balancer uses them (fresh); the reading's age always
+ */
 typedef struct {
     ngx_uint_t                         read;      /* 0: none */
+    ngx_uint_t                         fresh;
     uint64_t                           waiting;
     uint64_t                           running;
     int64_t                            kv;        /* per mille, -1: none */
@@ -876,6 +880,8 @@ ngx_http_prefix_route_status_figures(ngx_http_prefix_route_srv_conf_t *prcf,
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBE_RESTARTS] = sp->probe.restarts;
 
         ps->engine.read = prcf->probe.interval && sp->probe.has_reading;
+        ps->engine.fresh = ngx_http_prefix_route_probe_fresh(prcf,
+                                                             &sp->probe);
         ps->engine.waiting = sp->probe.waiting;
         ps->engine.running = sp->probe.running;
         ps->engine.kv = sp->probe.has_kv ? (int64_t) sp->probe.kv : -1;
@@ -1199,7 +1205,11 @@ ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
                                 ps->v[k]);
             }
 
-            if (ps->engine.read) {
+            if (ps->engine.read && !ps->engine.fresh) {
+                p = ngx_sprintf(p, ",\"engine\":{\"age_ms\":%uL}",
+                                ps->engine.age);
+
+            } else if (ps->engine.read) {
                 p = ngx_sprintf(p, ",\"engine\":{\"waiting\":%uL,"
                                    "\"running\":%uL,\"age_ms\":%uL",
                                 ps->engine.waiting, ps->engine.running,
@@ -1367,7 +1377,10 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
             for (n = 0; n < st[i].npeers; n++) {
                 ps = &st[i].peers[n];
 
-                if (!ps->engine.read || (k == 2 && ps->engine.kv < 0)) {
+                if (!ps->engine.read
+                    || (k < 3 && !ps->engine.fresh)
+                    || (k == 2 && ps->engine.kv < 0))
+                {
                     continue;
                 }
 
@@ -1545,7 +1558,7 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
                                     v[NGX_HTTP_PREFIX_ROUTE_P_FB_AGREED],
                                     v[NGX_HTTP_PREFIX_ROUTE_P_FB_RESPONSES]);
 
-            if (ps->engine.read) {
+            if (ps->engine.fresh) {
                 p = ngx_sprintf(p, "</td><td>%uL</td><td>%uL</td><td>",
                                 ps->engine.waiting, ps->engine.running);
                 p = ngx_http_prefix_route_status_percent(p,

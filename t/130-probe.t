@@ -654,3 +654,25 @@ helper-72 saw a warn every other round from such a page.
 [alert]
 [crit]
 
+
+
+
+=== TEST 31: a reading older than two intervals is not shown, as the balancer no longer uses it: only its age is
+b2's page answers 503 once the flag "down" is set: its last reading,
+waiting 7, grows old.  Until 2026-12-07 the status kept showing it
+(helper-73).
+--- http_config eval
+::probed($::Probe, 1, 2) . ::engine(1, ::vllm(0, 0, 0, 1))
+. ::engine(2, 'root html; if (-f $document_root/state/down) { return 503; } ' . ::vllm(7, 1, 0.5, 1))
+--- request eval
+["GET /sleep", "GET /status", "PUT /state/down\nx", "GET /sleep",
+ "GET /status", "GET /status?format=prometheus"]
+--- error_code eval
+[200, 200, 201, 200, 200, 200]
+--- response_body_like eval
+["ok", qr/"engine":\{"waiting":7,"running":1,"age_ms":\d+,"kv_cache_usage":0\.500\}/, "", "ok",
+ qr/\A(?!.*"waiting":7).*"engine":\{"waiting":0,"running":0,"age_ms":\d+,"kv_cache_usage":0\.000\}\}.*"engine":\{"age_ms":(?:[3-9]\d\d|\d{4,})\}\}/s,
+ qr/\A(?!.*nginx_prefix_route_peer_engine_waiting_requests\{[^}]*\} 7\n)(?:.*\n)*nginx_prefix_route_peer_engine_waiting_requests\{[^}]*\} 0\n(?:.*\n)*nginx_prefix_route_peer_engine_reading_age_seconds\{[^}]*\} (?:0\.[3-9]|[1-9]\d*\.\d)\d\d\n/]
+--- no_error_log
+[alert]
+[crit]
