@@ -322,6 +322,8 @@ static size_t ngx_http_prefix_route_answered(ngx_http_prefix_route_ctx_t *ctx,
     size_t match, ngx_uint_t *answer);
 static uint64_t ngx_http_prefix_route_ids(ngx_http_prefix_route_ctx_t *ctx,
     size_t match);
+static ngx_uint_t ngx_http_prefix_route_model_before(
+    ngx_http_prefix_route_ratio_t *a, ngx_http_prefix_route_ratio_t *b);
 static void ngx_http_prefix_route_model_name(u_char *dst, u_char *src,
     size_t len, uint64_t model);
 
@@ -3972,16 +3974,21 @@ ngx_http_prefix_route_feedback(ngx_http_request_t *r,
             break;
         }
 
-        /* a new model takes a free slot, or the least learned one */
-
-        if (sh->ratios[i].samples < sh->ratios[k].samples) {
+        if (ngx_http_prefix_route_model_before(&sh->ratios[i],
+                                               &sh->ratios[k]))
+        {
             k = i;
         }
+    }
+
+    if (ratio != NULL) {
+        ratio->used = ngx_current_msec;
     }
 
     if (ratio == NULL && sample) {
         ratio = &sh->ratios[k];
         ratio->model = ctx->model;
+        ratio->used = ngx_current_msec;
         ratio->samples = 0;
         ratio->offset[0] = 0;
         ratio->offset[1] = 0;
@@ -4233,6 +4240,38 @@ ngx_http_prefix_route_answered(ngx_http_prefix_route_ctx_t *ctx, size_t match,
     }
 
     return match;
+}
+
+
+/*
+ * Whether a new model takes slot "a" of the zone's models rather than "b":
+ * a free one, else one not yet learned (fewer than 16 samples) over one
+ * learned, else the one whose last response is older (a signed difference
+ * of ms).  Names sent a few times (a typo, a client that sprays names
+ * at an engine that takes any) give way first, and a model in use is not
+ * pushed out by each new name: until 2026-12-07 the least learned slot
+ * went, so names of 3 requests held 6 of 8 slots for good while a new
+ * model lost its slot to the next new name (helper-73).
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_model_before(ngx_http_prefix_route_ratio_t *a,
+    ngx_http_prefix_route_ratio_t *b)
+{
+    ngx_uint_t  la, lb;
+
+    if (a->model == 0 || b->model == 0) {
+        return a->model == 0 && b->model != 0;
+    }
+
+    la = a->samples >= NGX_HTTP_PREFIX_ROUTE_USAGE_LEARN;
+    lb = b->samples >= NGX_HTTP_PREFIX_ROUTE_USAGE_LEARN;
+
+    if (la != lb) {
+        return lb;
+    }
+
+    return (ngx_msec_int_t) (a->used - b->used) < 0;
 }
 
 

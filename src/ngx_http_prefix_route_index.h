@@ -323,6 +323,7 @@ typedef struct {
     uint64_t                         model;     /* prompt.model, 0: free */
     uint32_t                         ratio;     /* bytes a token x 256 */
     uint32_t                         samples;
+    ngx_msec_t                       used;      /* its last response */
     int32_t                          offset[2]; /* tokens x 16 that the
                                                    prediction ran over the
                                                    engine's report: [1]

@@ -13,6 +13,7 @@
 #include "ngx_http_prefix_route_status.h"
 #include "ngx_http_prefix_route_probe.h"
 #include "ngx_http_prefix_route_history.h"
+#include "ngx_http_prefix_route_usage.h"
 
 #include <link.h>
 
@@ -1312,7 +1313,9 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
         for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_MODELS; k++) {
             r = &st[i].ratios[k];
 
-            if (r->samples == 0) {
+            /* learned only: names sent a few times make no series */
+
+            if (r->samples < NGX_HTTP_PREFIX_ROUTE_USAGE_LEARN) {
                 continue;
             }
 
@@ -1336,7 +1339,9 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
         for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_MODELS; k++) {
             r = &st[i].ratios[k];
 
-            if (r->samples == 0) {
+            /* learned only: names sent a few times make no series */
+
+            if (r->samples < NGX_HTTP_PREFIX_ROUTE_USAGE_LEARN) {
                 continue;
             }
 

@@ -15,9 +15,6 @@
 /* objects of each kind tried at most in each of the head and the tail */
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_TRIES  8
 
-/* samples of a model's bytes a token whose mean is taken whole */
-#define NGX_HTTP_PREFIX_ROUTE_USAGE_LEARN  16
-
 /* the members read, by their keys' places below */
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_PROMPT  0   /* every prompt token */
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_INPUT   1   /* also: those not cached */

@@ -121,6 +121,12 @@ ngx_int_t ngx_http_prefix_route_usage_scan(u_char *p, u_char *last,
     ngx_uint_t object, ngx_http_prefix_route_tokens_t *t);
 
 /*
+ * samples of a model's bytes a token whose mean is taken whole: from then
+ * on the model's figure is learned
+ */
+#define NGX_HTTP_PREFIX_ROUTE_USAGE_LEARN  16
+
+/*
  * A model's bytes of canonical prompt per engine token, x 256, learned
  * from one more "sample" (x 256, of a prompt of text seen whole) after
  * "samples" of them: the mean of the first 16, then a moving average over

@@ -716,3 +716,21 @@ my $was;
         : "moved from $was to $now\n" }]]
 --- response_body_like eval
 [("") x 16, '^learned\n\z', "", '^moved by 1/16 at most\n\z']
+
+
+
+=== TEST 29: names sent a few times give way to a model in use, and only learned models make Prometheus series
+7 names get 3 answers each; then "real" and a new name each time, 16
+times.  Until 2026-12-07 the least learned slot went: "real" lost its
+slot to each new name and stayed at 1 sample, while the 7 names held
+theirs (helper-73).  Now the names not learned give way least recently
+used first; "real" learns its 16 samples, and the Prometheus page shows
+it alone (the others are not learned).
+--- request eval
+[(map { my $j = $_; map { ::modeled("\"junk$j\"") } 1 .. 3 } 1 .. 7),
+ (map { (::modeled('"real"'), ::modeled("\"new$_\"")) } 1 .. 16),
+ "GET /status", "GET /status?format=prometheus"]
+--- response_body_like eval
+[("") x 53,
+ '"models":\[[^\]]*\{"name":"real","bytes_per_token":\d+\.\d\d,"samples":16,',
+ qr/\A(?!.*model="(?:junk|new))(?:.*\n)*nginx_prefix_route_bytes_per_token\{upstream="llm",model="real"\} \d+\.\d\d\n(?:.*\n)*nginx_prefix_route_prediction_offset_tokens\{upstream="llm",model="real",end="prompt"\} -?\d+\n/s]
