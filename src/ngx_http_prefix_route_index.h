@@ -136,6 +136,12 @@ typedef struct {
     double                           served;    /* the counter a restart
                                                    resets; if has_served */
     ngx_uint_t                       has_served;
+    ngx_uint_t                       fallen;    /* the last reading was
+                                                   below half "served" */
+    ngx_msec_t                       mixed;     /* when the counter last
+                                                   fell and came back; if
+                                                   has_mixed */
+    ngx_uint_t                       has_mixed;
     ngx_uint_t                       fails;     /* probes failed in a row */
     ngx_uint_t                       down;      /* passed over: fails= */
     ngx_uint_t                       failures;  /* probes failed, in all */

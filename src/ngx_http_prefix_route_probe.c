@@ -34,6 +34,17 @@
  */
 #define NGX_HTTP_PREFIX_ROUTE_PROBE_AVERAGE  4
 
+/*
+ * ms after a counter fell and came back (a page of several engines) during
+ * which no restart is taken from it
+ */
+#define NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED_MS  600000
+
+/* what the engine's counter of work done says */
+#define NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT       0
+#define NGX_HTTP_PREFIX_ROUTE_PROBE_RESTARTED  1
+#define NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED      2
+
 /* the part of a header line kept, enough for the headers read */
 #define NGX_HTTP_PREFIX_ROUTE_PROBE_LINE     64
 
@@ -153,6 +164,8 @@ static void ngx_http_prefix_route_probe_end(
 static void ngx_http_prefix_route_probe_finish(
     ngx_http_prefix_route_probe_slot_t *s, ngx_http_prefix_route_probe_e rc,
     char *reason);
+static ngx_uint_t ngx_http_prefix_route_probe_counter(
+    ngx_http_prefix_route_probe_t *pb, double served);
 static ngx_uint_t ngx_http_prefix_route_probe_everywhere(
     ngx_http_prefix_route_prober_t *pr);
 static u_char *ngx_http_prefix_route_probe_log(ngx_log_t *log, u_char *buf,
@@ -1014,7 +1027,7 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
     ngx_http_prefix_route_probe_e rc, char *reason)
 {
     double                              served;
-    ngx_uint_t                          down, up, restarted, dropped;
+    ngx_uint_t                          down, up, restarted, dropped, mixed;
     ngx_uint_t                          all, own, waiting, level;
     ngx_http_prefix_route_probe_t      *pb;
     ngx_http_prefix_route_peer_t       *sp;
@@ -1054,6 +1067,7 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
     down = 0;
     up = 0;
     restarted = 0;
+    mixed = 0;
     dropped = 0;
     served = 0;
 
@@ -1102,14 +1116,13 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
     if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_READ) {
 
         if (m->has_served) {
-            if (pb->has_served && m->served < pb->served / 2) {
+            switch (ngx_http_prefix_route_probe_counter(pb, m->served)) {
+
+            case NGX_HTTP_PREFIX_ROUTE_PROBE_RESTARTED:
                 /*
-                 * the engine restarted with an empty cache: its counter
-                 * began again from 0, where a page the engine wrote a
-                 * little before the last one kept (two scrapes it served
-                 * out of order) is a little lower; every block recorded
-                 * goes, whatever its stamp, and what prefix_route would
-                 * hold there had it routed
+                 * the engine restarted with an empty cache: every block
+                 * recorded goes, whatever its stamp, and what prefix_route
+                 * would hold there had it routed
                  */
                 dropped = ngx_http_prefix_route_index_wipe(idx, sp);
 
@@ -1120,9 +1133,21 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
                 pb->restarts++;
                 restarted = 1;
                 served = pb->served;
+                break;
+
+            case NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED:
+                mixed = 1;
+                served = pb->served;
+                break;
+
+            default:
+                break;
             }
 
-            pb->served = m->served;
+            if (!pb->fallen) {
+                pb->served = m->served;
+            }
+
             pb->has_served = 1;
         }
 
@@ -1198,6 +1223,18 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
                       dropped);
     }
 
+    if (mixed) {
+        ngx_log_error(NGX_LOG_WARN, &s->log, 0,
+                      "prefix_route: the engine's counter fell below half "
+                      "of %uL and came back to %uL: the page answers for "
+                      "more than one engine (replicas behind one "
+                      "address?); no restart is taken from it for %ui "
+                      "minutes",
+                      (uint64_t) served, (uint64_t) m->served,
+                      (ngx_uint_t) (NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED_MS
+                                    / 60000));
+    }
+
     if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_ANSWERED && !s->warned) {
         s->warned = 1;
 
@@ -1223,6 +1260,61 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
     if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_READ) {
         s->warned = 0;
     }
+}
+
+
+/*
+ * Reads the engine's counter of work done ("served"): a restart when two
+ * readings in a row are below half the last one kept, where one alone
+ * may be a page another engine wrote, for an address that answers for
+ * several (replicas behind a service: helper-73 saw such a server's
+ * blocks dropped every few seconds).  A counter that fell and came back
+ * to where it was is that: returns MIXED, and for MIXED_MS after it no
+ * restart is taken.  A page a little lower than the last (two scrapes the
+ * engine served out of order) is neither.  The caller holds the zone
+ * mutex and keeps "served" unless pb->fallen.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_probe_counter(ngx_http_prefix_route_probe_t *pb,
+    double served)
+{
+    ngx_uint_t  mixed;
+
+    if (!pb->has_served) {
+        return NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT;
+    }
+
+    mixed = pb->has_mixed
+            && (ngx_msec_int_t) (ngx_current_msec - pb->mixed)
+               < NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED_MS;
+
+    if (served < pb->served / 2) {
+
+        if (!pb->fallen) {
+            pb->fallen = 1;
+            return NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT;
+        }
+
+        pb->fallen = 0;
+
+        return mixed ? NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT
+                     : NGX_HTTP_PREFIX_ROUTE_PROBE_RESTARTED;
+    }
+
+    if (pb->fallen && served >= pb->served) {
+        pb->fallen = 0;
+        pb->mixed = ngx_current_msec;
+        pb->has_mixed = 1;
+
+        /* said once a while, not at each fall */
+        return mixed ? NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT
+                     : NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED;
+    }
+
+    pb->fallen = 0;
+
+    return NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT;
 }
 
 

@@ -51,21 +51,23 @@ sub vllm {
 }
 
 # a server of the test's own, on a port the kernel gives: it answers each
-# connection with $answer and holds it open, or closes it if $close; it
-# ends with the test file
+# connection with $answer (or the next of a list of answers in turn) and
+# holds it open, or closes it if $close; it ends with the test file
 our (@Raw, $Parent);
 $Parent = $$;
 
 sub raw_engine {
-    my ($answer, $close) = @_;
+    my ($answers, $close) = @_;
+    $answers = [$answers] unless ref $answers;
     my $l = IO::Socket::INET->new(Listen => 8, ReuseAddr => 1,
                                   LocalAddr => '127.0.0.1:0')
         or die "cannot listen: $!\n";
     my $pid = fork // die "fork: $!\n";
     if (!$pid) {
         alarm 300;
-        my @held;
+        my (@held, $n);
         while (my $c = $l->accept) {
+            my $answer = $answers->[$n++ % @$answers];
             if ($close) {
                 # the request read first: a close with it unread is a reset
                 my $req = "";
@@ -676,3 +678,26 @@ waiting 7, grows old.  Until 2026-12-07 the status kept showing it
 --- no_error_log
 [alert]
 [crit]
+
+
+
+=== TEST 32: a page whose counter falls and comes back answers for two engines: no restart is taken from it, and a warn says why
+One address, two engines behind it, answering in turn: a counter of 10
+million prompt tokens and one of 5,000.  Until 2026-12-07 each fall was
+a restart and the server's blocks went every other round (helper-73).
+--- http_config eval
+my $page = sub { my $body = "vllm:num_requests_waiting 0\nvllm:num_requests_running 0\nvllm:prompt_tokens_total $_[0]\n";
+                 "HTTP/1.1 200 OK\r\nContent-Length: " . length($body) . "\r\n\r\n$body" };
+"upstream llm {\n    prefix_route zone=llm:1m;\n    prefix_route_probe $::Probe;\n"
+. "    server 127.0.0.1:" . ::raw_engine([$page->(10000000), $page->(5000)])
+. ";\n    server " . ::addr(2) . ";\n}\n"
+. ::engine(2, ::vllm(0, 0, 0.1, 1))
+--- request eval
+["GET /sleep", "GET /status", "GET /log"]
+--- response_body_like eval
+["ok", qr/\A(?!.*"probe_restarts":[1-9]).*"probe_restarts":0,"engine".*"probe_restarts":0,"engine"/s,
+ qr/\A(?!.*engine restarted)(?!(?:.*\n)*.*came back(?:.*\n)*.*came back)(?:.*\n)*.*\[warn\] .*prefix_route: the engine's counter fell below half of 10000000 and came back to 10000000: the page answers for more than one engine \(replicas behind one address\?\); no restart is taken from it for 10 minutes while probing/]
+--- no_error_log
+[alert]
+[crit]
+
