@@ -392,6 +392,7 @@ ngx_http_prefix_route_index_init(ngx_http_prefix_route_index_t *idx,
 
     sh->layout = NGX_HTTP_PREFIX_ROUTE_LAYOUT;
     sh->nworkers = nworkers;
+    sh->started = ngx_time();
 
     ngx_http_prefix_route_link_init(idx, &sh->lru);
     ngx_http_prefix_route_link_init(idx, &sh->hot);

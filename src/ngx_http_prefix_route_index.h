@@ -487,6 +487,7 @@ typedef struct {
                                                    by the fast path or
                                                    jansson */
 
+    time_t                           started;   /* s since the epoch: made */
     ngx_atomic_t                     resize_told; /* a worker warned
                                                    that this new zone
                                                    replaced one of

@@ -58,6 +58,7 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_U_REPORTED_TOKENS,
     NGX_HTTP_PREFIX_ROUTE_U_SHADOW,
     NGX_HTTP_PREFIX_ROUTE_U_FAIL_OPEN,
+    NGX_HTTP_PREFIX_ROUTE_U_STARTED,
     NGX_HTTP_PREFIX_ROUTE_U_N
 };
 
@@ -239,7 +240,10 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_ufields[] = {
       "chooses; 0: prefix_route chooses." },
     { "fail_open", "fail_open", "gauge",
       "1 while every primary peer round robin would use is unhealthy or "
-      "erring: none is passed over, all take requests; else 0." }
+      "erring: none is passed over, all take requests; else 0." },
+    { "zone_started", "zone_start_time_seconds", "gauge",
+      "When the zone was made, seconds since the epoch: its counters "
+      "count from then (a new zone size or name starts a new zone)." }
 };
 
 
@@ -548,6 +552,7 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_PARSE_STOPPED] = sh->parse_stopped;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SIZE] = prcf->shm_zone->shm.size;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SHADOW] = prcf->shadow;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_STARTED] = (uint64_t) sh->started;
 
         /*
          * round robin's state is copied under the lists' lock and the

@@ -59,7 +59,7 @@ prefix_route's choice are the whole prompt's blocks.
 [::ask(), ::ask(), ::ask(), ::ask(), "GET /status?format=json"]
 --- response_body_like eval
 ["^b1\n\\z", "^b2\n\\z", "^b3\n\\z", "^b4\n\\z",
- '"matched_bytes":0,"longest_bytes":[1-9]\d*,"predicted_bytes":[1-9]\d*,"reusable":3,"jansson_bodies":0,"parse_stopped":0,"predicted_tokens":0,"reported_tokens":0,"shadow":1,"fail_open":0,"requests":\{"BYPASS":0,"MISS":1,"HIT":0,"SPILL":3,"NONE":0\}']
+ '"matched_bytes":0,"longest_bytes":[1-9]\d*,"predicted_bytes":[1-9]\d*,"reusable":3,"jansson_bodies":0,"parse_stopped":0,"predicted_tokens":0,"reported_tokens":0,"shadow":1,"fail_open":0,"zone_started":\d+,"requests":\{"BYPASS":0,"MISS":1,"HIT":0,"SPILL":3,"NONE":0\}']
 --- response_headers_like eval
 ["X-Prefix-Route: MISS 0 0 0",
  ("X-Prefix-Route: SPILL 0 ([1-9]\\d*) \\1") x 3, ""]
@@ -75,7 +75,7 @@ prefix_route's choice are the whole prompt's blocks.
  ("X-Prefix-Route: HIT ([1-9]\\d*) \\1 \\1") x 3, ""]
 --- response_body_like eval
 [qr/^b\d\n\z/, qr/^b\d\n\z/, qr/^b\d\n\z/, qr/^b\d\n\z/,
- '"reusable":3,"jansson_bodies":0,"parse_stopped":0,"predicted_tokens":0,"reported_tokens":0,"shadow":0,"fail_open":0,"requests":\{"BYPASS":0,"MISS":1,"HIT":3,"SPILL":0,"NONE":0\}']
+ '"reusable":3,"jansson_bodies":0,"parse_stopped":0,"predicted_tokens":0,"reported_tokens":0,"shadow":0,"fail_open":0,"zone_started":\d+,"requests":\{"BYPASS":0,"MISS":1,"HIT":3,"SPILL":0,"NONE":0\}']
 
 
 
@@ -98,7 +98,7 @@ first left it (HIT), b's goes where the hash sends b.
 [::ask(), ::ask(), "GET /status?format=json"]
 --- response_body_like eval
 ["^b[1-4]\n\\z", "^b[1-4]\n\\z",
- '"reported_tokens":0,"shadow":1,"fail_open":0,"requests":\{"BYPASS":0,"MISS":1,"HIT":\d,"SPILL":\d,"NONE":0\}']
+ '"reported_tokens":0,"shadow":1,"fail_open":0,"zone_started":\d+,"requests":\{"BYPASS":0,"MISS":1,"HIT":\d,"SPILL":\d,"NONE":0\}']
 
 
 
