@@ -318,3 +318,15 @@ CONF
 --- response_body_like eval
 ["^b3\n\$", "^b3\n\$",
  "\"name\":\"big\",.*\"jansson_bodies\":0,\"parse_stopped\":0,.*\"requests\":\\{\"BYPASS\":0,\"MISS\":1,\"HIT\":1,"]
+
+
+
+=== TEST 17: zone_started is when the zone was made, in s since the epoch, for each zone, in JSON and Prometheus text
+--- request eval
+["GET /status", "GET /status?format=prometheus"]
+--- response_body_filters eval
+my $near = sub { my @t = @_; (@t == 2 && !grep { abs(time() - $_) > 600 } @t) ? "now\n" : "not now: @t\n" };
+[[sub { $near->($_[0] =~ /"zone_started":(\d+),/g) }],
+ [sub { $near->($_[0] =~ /^nginx_prefix_route_zone_start_time_seconds\{upstream="(?:llm|other)"\} (\d+)$/mg) }]]
+--- response_body eval
+["now\n", "now\n"]
