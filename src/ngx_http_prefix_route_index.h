@@ -135,18 +135,19 @@ typedef struct {
     ngx_uint_t                       has_kv;
     double                           served;    /* the counter a restart
                                                    resets; if has_served */
-    ngx_uint_t                       has_served;
-    ngx_uint_t                       fallen;    /* the last reading was
+    unsigned                         has_served:1;
+    unsigned                         fallen:1;  /* the last reading was
                                                    below half "served" */
-    ngx_msec_t                       mixed;     /* when the counter last
-                                                   fell and came back; if
-                                                   has_mixed */
-    ngx_uint_t                       has_mixed;
+    unsigned                         has_mixed:1;
     ngx_uint_t                       fails;     /* probes failed in a row */
     ngx_uint_t                       down;      /* passed over: fails= */
     ngx_uint_t                       failures;  /* probes failed, in all */
     ngx_uint_t                       restarts;  /* counter resets seen */
     uint32_t                         round;     /* of the last probe kept */
+    uint32_t                         mixed;     /* ms, when the counter
+                                                   last fell and came back
+                                                   (a page of several
+                                                   engines); if has_mixed */
 } ngx_http_prefix_route_probe_t;
 
 

@@ -1286,7 +1286,7 @@ ngx_http_prefix_route_probe_counter(ngx_http_prefix_route_probe_t *pb,
     }
 
     mixed = pb->has_mixed
-            && (ngx_msec_int_t) (ngx_current_msec - pb->mixed)
+            && (int32_t) ((uint32_t) ngx_current_msec - pb->mixed)
                < NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED_MS;
 
     if (served < pb->served / 2) {
@@ -1304,7 +1304,7 @@ ngx_http_prefix_route_probe_counter(ngx_http_prefix_route_probe_t *pb,
 
     if (pb->fallen && served >= pb->served) {
         pb->fallen = 0;
-        pb->mixed = ngx_current_msec;
+        pb->mixed = (uint32_t) ngx_current_msec;
         pb->has_mixed = 1;
 
         /* said once a while, not at each fall */

@@ -260,12 +260,13 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_pfields[] = {
       "time: its engine restarted, or reported evicting them, or a reload "
       "lowered capacity below what it holds; else 0." },
     { "requests", "peer_requests_total", "counter",
-      "Attempts routed to the peer, retries included." },
+      "Attempts of requests with a prompt (not BYPASS) sent to the peer, "
+      "retries included, counted as the peer is chosen." },
     { "hits", "peer_hits_total", "counter",
       "Attempts routed to the peer while it held part of their prompt." },
     { "errors", "peer_errors_total", "counter",
-      "Responses of the peer with a status of 500 to 599, to attempts "
-      "routed by the cost model." },
+      "Of those attempts, the responses of status 500 to 599, counted as "
+      "each attempt ends." },
     { "feedback_responses", "peer_feedback_responses_total", "counter",
       "Responses of the peer that reported cached prompt tokens." },
     { "reported_prompt_tokens", "peer_reported_prompt_tokens_total",
