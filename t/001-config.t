@@ -28,6 +28,11 @@ add_block_preprocessor(sub {
     return $block;
 });
 
+# a request of a prompt of 100 bytes
+sub completion {
+    return "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 100) . "\"}";
+}
+
 no_shuffle();
 run_tests();
 
@@ -906,8 +911,7 @@ duplicate parameter "max_parse=1s"
 --- http_config eval
 ::upstream("zone=llm:1m", 1, 2, 1) . ::backends(1, 2)
 --- request eval
-my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 100) . "\"}";
-[$req]
+[::completion()]
 --- response_body_like eval
 ["^b[12]\n\\z"]
 --- error_log eval
@@ -919,8 +923,7 @@ qr/\[warn\] .*server "127\.0\.0\.1:\d+" is named by more than one "server" line 
 --- http_config eval
 ::upstream("zone=llm:1m", 1, "2 backup") . ::backends(1, 2)
 --- request eval
-my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 100) . "\"}";
-[$req, $req]
+[::completion(), ::completion()]
 --- response_body_like eval
 ["^b1\n\\z", "^b1\n\\z"]
 --- no_error_log
@@ -933,8 +936,7 @@ more than one "server" line
 --- http_config eval
 ::upstream("zone=llm:1m", 1, 2, "1 backup") . ::backends(1, 2)
 --- request eval
-my $req = "POST /v1/completions\n{\"model\":\"m\",\"prompt\":\"" . ("x" x 100) . "\"}";
-[$req]
+[::completion()]
 --- response_body_like eval
 ["^b[12]\n\\z"]
 --- error_log eval

@@ -32,6 +32,13 @@ sub probed {
 
 our $Probe = "interval=100ms timeout=300ms fails=2";
 
+# upstream llm, probed, over the servers given as addresses ("host:port")
+sub probed_at {
+    return "upstream llm {\n    prefix_route zone=llm:1m;\n"
+         . "    prefix_route_probe $::Probe;\n"
+         . join("", map { "    server $_;\n" } @_) . "}\n";
+}
+
 # backend $n, whose /metrics location holds $metrics (nginx directives)
 sub engine {
     my ($n, $metrics) = @_;
@@ -564,10 +571,7 @@ Until 2026-12-07 the probe waited for the connection to close and failed
 at its timeout (helper-72).  The first server, the test's own, sends
 its headers and holds the connection.
 --- http_config eval
-"upstream llm {\n    prefix_route zone=llm:1m;\n    prefix_route_probe $::Probe;\n"
-. "    server 127.0.0.1:"
-. ::raw_engine("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n")
-. ";\n    server " . ::addr(2) . ";\n}\n"
+::probed_at("127.0.0.1:" . ::raw_engine("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 0\r\n\r\n"), ::addr(2))
 . ::engine(2, ::vllm(0, 0, 0.1, 1))
 --- request eval
 ["GET /sleep", "GET /status", "GET /log"]
@@ -604,10 +608,7 @@ Until 2026-12-07 it failed at the timeout and the server was passed over
 Until 2026-12-07 it failed as "not an HTTP response" and the server was
 passed over (helper-72).
 --- http_config eval
-"upstream llm {\n    prefix_route zone=llm:1m;\n    prefix_route_probe $::Probe;\n"
-. "    server 127.0.0.1:"
-. ::raw_engine("HTTP/1.1 200 OK\r\nX-Padding: " . ("a" x 20000) . "\r\n\r\nvllm:num_requests_waiting 0\n")
-. ";\n    server " . ::addr(2) . ";\n}\n"
+::probed_at("127.0.0.1:" . ::raw_engine("HTTP/1.1 200 OK\r\nX-Padding: " . ("a" x 20000) . "\r\n\r\nvllm:num_requests_waiting 0\n"), ::addr(2))
 . ::engine(2, ::vllm(0, 0, 0.1, 1))
 --- request eval
 ["GET /sleep", "GET /status", "GET /log"]
@@ -622,10 +623,8 @@ passed over (helper-72).
 
 === TEST 29: a 2xx status line and then a close is an answer too; a close within the status line fails, as in TEST 13
 --- http_config eval
-"upstream llm {\n    prefix_route zone=llm:1m;\n    prefix_route_probe $::Probe;\n"
-. "    server 127.0.0.1:" . ::raw_engine("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n", 1)
-. ";\n    server 127.0.0.1:" . ::raw_engine("HTTP/1.1 200", 1)
-. ";\n}\n"
+::probed_at("127.0.0.1:" . ::raw_engine("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n", 1),
+            "127.0.0.1:" . ::raw_engine("HTTP/1.1 200", 1))
 --- request eval
 ["GET /sleep", "GET /status", "GET /log"]
 --- response_body_like eval
@@ -688,9 +687,7 @@ a restart and the server's blocks went every other round (helper-73).
 --- http_config eval
 my $page = sub { my $body = "vllm:num_requests_waiting 0\nvllm:num_requests_running 0\nvllm:prompt_tokens_total $_[0]\n";
                  "HTTP/1.1 200 OK\r\nContent-Length: " . length($body) . "\r\n\r\n$body" };
-"upstream llm {\n    prefix_route zone=llm:1m;\n    prefix_route_probe $::Probe;\n"
-. "    server 127.0.0.1:" . ::raw_engine([$page->(10000000), $page->(5000)])
-. ";\n    server " . ::addr(2) . ";\n}\n"
+::probed_at("127.0.0.1:" . ::raw_engine([$page->(10000000), $page->(5000)]), ::addr(2))
 . ::engine(2, ::vllm(0, 0, 0.1, 1))
 --- request eval
 ["GET /sleep", "GET /status", "GET /log"]
