@@ -123,7 +123,6 @@ typedef struct {
  */
 typedef struct {
     ngx_msec_t                       read;      /* when, ms; if has_reading */
-    ngx_uint_t                       has_reading;
     ngx_uint_t                       waiting;   /* requests queued there */
     ngx_uint_t                       running;   /* requests running there */
     double                           others_waiting; /* of which other
@@ -132,22 +131,28 @@ typedef struct {
     double                           others_running;
     ngx_uint_t                       kv;        /* KV cache use, per mille;
                                                    if has_kv */
-    ngx_uint_t                       has_kv;
     double                           served;    /* the counter a restart
                                                    resets; if has_served */
+    double                           high;      /* "served" before the last
+                                                   restart; if has_high */
+    unsigned                         has_reading:1;
+    unsigned                         has_kv:1;
     unsigned                         has_served:1;
-    unsigned                         fallen:1;  /* the last reading was
-                                                   below half "served" */
+    unsigned                         has_high:1;
+    unsigned                         fallen:1;  /* a reading below half
+                                                   "served" passed over */
     unsigned                         has_mixed:1;
+    uint32_t                         restarted; /* ms, of the last restart;
+                                                   if has_high */
     ngx_uint_t                       fails;     /* probes failed in a row */
     ngx_uint_t                       down;      /* passed over: fails= */
     ngx_uint_t                       failures;  /* probes failed, in all */
     ngx_uint_t                       restarts;  /* counter resets seen */
     uint32_t                         round;     /* of the last probe kept */
     uint32_t                         mixed;     /* ms, when the counter
-                                                   last fell and came back
-                                                   (a page of several
-                                                   engines); if has_mixed */
+                                                   last came back (a page of
+                                                   several engines); if
+                                                   has_mixed */
 } ngx_http_prefix_route_probe_t;
 
 

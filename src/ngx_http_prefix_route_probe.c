@@ -23,7 +23,7 @@
 
 /*
  * ms between two warns that a server's page is not read: a page that is
- * read and not in turn (helper-72) is logged at info meanwhile
+ * read and not in turn (helper-72) is logged at debug meanwhile
  */
 #define NGX_HTTP_PREFIX_ROUTE_PROBE_REWARN   300000
 
@@ -35,10 +35,13 @@
 #define NGX_HTTP_PREFIX_ROUTE_PROBE_AVERAGE  4
 
 /*
- * ms after a counter fell and came back (a page of several engines) during
- * which no restart is taken from it
+ * ms after a counter came back (a page of several engines) during which no
+ * fall is taken for a restart; and after a restart, during which a counter
+ * that comes back to where it was is such a page: no engine restarted
+ * does a minute's work again faster
  */
-#define NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED_MS  600000
+#define NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED_MS     600000
+#define NGX_HTTP_PREFIX_ROUTE_PROBE_COMEBACK_MS  60000
 
 /* what the engine's counter of work done says */
 #define NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT       0
@@ -84,6 +87,7 @@ typedef struct {
     u_char                              addr[NGX_SOCKADDR_STRLEN];
     ngx_uint_t                          down;     /* "down": not probed */
     ngx_uint_t                          gone;     /* left the lists */
+    ngx_uint_t                          backup;   /* in the backup list */
     ngx_http_prefix_route_peer_t       *sp;       /* its record, or NULL */
     ngx_http_prefix_route_peer_t       *vsp;      /* shadow mode: that of
                                                      its would-be
@@ -143,7 +147,8 @@ static ngx_http_prefix_route_probe_slot_t *ngx_http_prefix_route_probe_slot(
     ngx_http_prefix_route_prober_t *pr, ngx_uint_t n);
 static void ngx_http_prefix_route_probe_set(
     ngx_http_prefix_route_probe_slot_t *s, ngx_http_upstream_rr_peer_t *peer,
-    ngx_http_prefix_route_peer_t *sp, ngx_http_prefix_route_peer_t *vsp);
+    ngx_uint_t backup, ngx_http_prefix_route_peer_t *sp,
+    ngx_http_prefix_route_peer_t *vsp);
 #if (NGX_HTTP_PREFIX_ROUTE_RESOLVE)
 static ngx_int_t ngx_http_prefix_route_probe_follow(
     ngx_http_prefix_route_prober_t *pr);
@@ -224,7 +229,7 @@ ngx_http_prefix_route_probe_init(ngx_cycle_t *cycle,
                 return NGX_ERROR;
             }
 
-            ngx_http_prefix_route_probe_set(s, peer, prcf->shared[b][i],
+            ngx_http_prefix_route_probe_set(s, peer, b, prcf->shared[b][i],
                                    (b == 0 && prcf->shadow) ? prcf->vshared[i]
                                                             : NULL);
         }
@@ -310,8 +315,8 @@ ngx_http_prefix_route_probe_slot(ngx_http_prefix_route_prober_t *pr,
 
 static void
 ngx_http_prefix_route_probe_set(ngx_http_prefix_route_probe_slot_t *s,
-    ngx_http_upstream_rr_peer_t *peer, ngx_http_prefix_route_peer_t *sp,
-    ngx_http_prefix_route_peer_t *vsp)
+    ngx_http_upstream_rr_peer_t *peer, ngx_uint_t backup,
+    ngx_http_prefix_route_peer_t *sp, ngx_http_prefix_route_peer_t *vsp)
 {
     ngx_str_t                          host;
     ngx_http_prefix_route_srv_conf_t  *prcf;
@@ -335,6 +340,7 @@ ngx_http_prefix_route_probe_set(ngx_http_prefix_route_probe_slot_t *s,
 
     s->down = peer->down;
     s->gone = 0;
+    s->backup = backup;
     s->sp = sp;
     s->vsp = vsp;
 
@@ -441,7 +447,7 @@ ngx_http_prefix_route_probe_follow(ngx_http_prefix_route_prober_t *pr)
                 }
             }
 
-            ngx_http_prefix_route_probe_set(s, peer, prcf->shared[b][i],
+            ngx_http_prefix_route_probe_set(s, peer, b, prcf->shared[b][i],
                                    (b == 0 && prcf->shadow) ? prcf->vshared[i]
                                                             : NULL);
         }
@@ -1019,7 +1025,7 @@ ngx_http_prefix_route_probe_end(ngx_http_prefix_route_probe_slot_t *s)
  * Closes the probe's connection and keeps what it found in the server's
  * record; logs a server passed over or back (warn, notice), a restart
  * (notice), a page that cannot be read (warn, once until one is read, at
- * most every 5 minutes: info between) and each failure (info).
+ * most every 5 minutes: debug between) and each failure (info).
  */
 
 static void
@@ -1137,7 +1143,7 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
 
             case NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED:
                 mixed = 1;
-                served = pb->served;
+                served = pb->high;
                 break;
 
             default:
@@ -1204,9 +1210,9 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
     if (down == 2) {
         ngx_log_error(NGX_LOG_WARN, &s->log, 0,
                       "prefix_route: %ui probes failed in a row (%s), as "
-                      "on every server probed: none is passed over (a "
-                      "wrong \"uri\" or a firewall is likelier than a "
-                      "dead fleet)", prcf->probe.fails, reason);
+                      "on every primary server probed: none is passed "
+                      "over (a wrong \"uri\" or a firewall is likelier "
+                      "than a dead fleet)", prcf->probe.fails, reason);
     }
 
     if (up) {
@@ -1225,12 +1231,13 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
 
     if (mixed) {
         ngx_log_error(NGX_LOG_WARN, &s->log, 0,
-                      "prefix_route: the engine's counter fell below half "
-                      "of %uL and came back to %uL: the page answers for "
-                      "more than one engine (replicas behind one "
-                      "address?); no restart is taken from it for %ui "
-                      "minutes",
-                      (uint64_t) served, (uint64_t) m->served,
+                      "prefix_route: the engine's counter came back to "
+                      "%uL after it fell from %uL, taken for a restart: "
+                      "the page answers for more than one engine "
+                      "(replicas behind one address?); no fall is taken "
+                      "for a restart until %ui minutes after it last came "
+                      "back",
+                      (uint64_t) m->served, (uint64_t) served,
                       (ngx_uint_t) (NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED_MS
                                     / 60000));
     }
@@ -1244,7 +1251,7 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
             && (ngx_msec_int_t) (ngx_current_msec - s->warned_at)
                < NGX_HTTP_PREFIX_ROUTE_PROBE_REWARN)
         {
-            level = NGX_LOG_INFO;
+            level = NGX_LOG_DEBUG;
 
         } else {
             s->ever = 1;
@@ -1264,65 +1271,87 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
 
 
 /*
- * Reads the engine's counter of work done ("served"): a restart when two
- * readings in a row are below half the last one kept, where one alone
- * may be a page another engine wrote, for an address that answers for
- * several (replicas behind a service: helper-73 saw such a server's
- * blocks dropped every few seconds).  A counter that fell and came back
- * to where it was is that: returns MIXED, and for MIXED_MS after it no
- * restart is taken.  A page a little lower than the last (two scrapes the
- * engine served out of order) is neither.  The caller holds the zone
- * mutex and keeps "served" unless pb->fallen.
+ * Reads the engine's counter of work done ("served"), under the zone
+ * mutex.  A reading below half the last one kept is a restart (RESTARTED:
+ * the caller drops the server's blocks and keeps the new counter), but
+ * for an address that answers for several engines (replicas behind a
+ * service), whose pages give each one's counter in turn: a counter that
+ * comes back to where it was before a restart, within COMEBACK_MS of it,
+ * is such a page (MIXED), and for MIXED_MS after it comes back again no
+ * fall is a restart (KEPT, pb->fallen: the caller keeps the last
+ * reference).  helper-73 saw such a server's blocks dropped every few
+ * seconds; now once each MIXED_MS.  A page a little lower than the last
+ * (two scrapes the engine served out of order) is no restart either.
+ * Stamps are 32-bit ms, compared unsigned: a window ends after MIXED_MS
+ * and stays ended.
  */
 
 static ngx_uint_t
 ngx_http_prefix_route_probe_counter(ngx_http_prefix_route_probe_t *pb,
     double served)
 {
-    ngx_uint_t  mixed;
+    uint32_t  now;
+
+    now = (uint32_t) ngx_current_msec;
+
+    if (pb->has_mixed
+        && (uint32_t) (now - pb->mixed) >= NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED_MS)
+    {
+        pb->has_mixed = 0;
+    }
+
+    if (pb->has_high
+        && (uint32_t) (now - pb->restarted)
+           >= NGX_HTTP_PREFIX_ROUTE_PROBE_COMEBACK_MS)
+    {
+        pb->has_high = 0;
+    }
 
     if (!pb->has_served) {
         return NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT;
     }
 
-    mixed = pb->has_mixed
-            && (int32_t) ((uint32_t) ngx_current_msec - pb->mixed)
-               < NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED_MS;
-
     if (served < pb->served / 2) {
 
-        if (!pb->fallen) {
+        if (pb->has_mixed) {
             pb->fallen = 1;
             return NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT;
         }
 
-        pb->fallen = 0;
+        pb->high = pb->served;
+        pb->has_high = 1;
+        pb->restarted = now;
 
-        return mixed ? NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT
-                     : NGX_HTTP_PREFIX_ROUTE_PROBE_RESTARTED;
-    }
-
-    if (pb->fallen && served >= pb->served) {
-        pb->fallen = 0;
-        pb->mixed = (uint32_t) ngx_current_msec;
-        pb->has_mixed = 1;
-
-        /* said once a while, not at each fall */
-        return mixed ? NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT
-                     : NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED;
+        return NGX_HTTP_PREFIX_ROUTE_PROBE_RESTARTED;
     }
 
     pb->fallen = 0;
+
+    if (served >= pb->served && (pb->has_high || pb->has_mixed)) {
+
+        if (pb->has_high && served >= pb->high) {
+            pb->has_high = 0;
+            pb->has_mixed = 1;
+            pb->mixed = now;
+
+            return NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED;
+        }
+
+        if (pb->has_mixed) {
+            pb->mixed = now;
+        }
+    }
 
     return NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT;
 }
 
 
 /*
- * Whether every server probed (not "down", in the lists) has its probes
- * failing, the one just marked among them: the balancer then passes none
- * over (ngx_http_prefix_route_passed()).  Returns 1 or 0; the caller holds
- * the zone mutex.
+ * Whether every primary server probed (not "down", in the lists) has its
+ * probes failing, the one just marked among them: the balancer then
+ * passes none of them over (ngx_http_prefix_route_passed(), which also
+ * counts servers erring or failing by round robin: the status's fail_open
+ * says it exactly).  Returns 1 or 0; the caller holds the zone mutex.
  */
 
 static ngx_uint_t
@@ -1334,7 +1363,9 @@ ngx_http_prefix_route_probe_everywhere(ngx_http_prefix_route_prober_t *pr)
     for (i = 0; i < pr->n; i++) {
         s = pr->slots[i];
 
-        if (!s->down && !s->gone && s->sp != NULL && !s->sp->probe.down) {
+        if (!s->down && !s->gone && !s->backup && s->sp != NULL
+            && !s->sp->probe.down)
+        {
             return 0;
         }
     }

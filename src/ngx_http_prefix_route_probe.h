@@ -47,8 +47,8 @@ ngx_int_t ngx_http_prefix_route_probe_init(ngx_cycle_t *cycle,
     ngx_http_prefix_route_srv_conf_t *prcf);
 
 /*
- * Whether the server's last reading may be used: one was kept, less than
- * two intervals ago (a signed difference of ms).  Returns 1 or 0.
+ * Whether the server's last reading may be used: one was kept, two
+ * intervals ago at most (a signed difference of ms).  Returns 1 or 0.
  */
 ngx_uint_t ngx_http_prefix_route_probe_fresh(
     ngx_http_prefix_route_srv_conf_t *prcf, ngx_http_prefix_route_probe_t *pb);

@@ -29,6 +29,12 @@
 /* a token count above this is out of range: the answer is not believed */
 #define NGX_HTTP_PREFIX_ROUTE_USAGE_MAX   ((uint64_t) 1 << 32)
 
+/*
+ * samples of a model's bytes a token whose mean is taken whole: from then
+ * on the model's figure is learned
+ */
+#define NGX_HTTP_PREFIX_ROUTE_USAGE_LEARN  16
+
 
 /* the objects that hold an engine's counts, in the order they are tried */
 typedef enum {
@@ -119,12 +125,6 @@ ngx_int_t ngx_http_prefix_route_usage_json(u_char *p, u_char *last,
  */
 ngx_int_t ngx_http_prefix_route_usage_scan(u_char *p, u_char *last,
     ngx_uint_t object, ngx_http_prefix_route_tokens_t *t);
-
-/*
- * samples of a model's bytes a token whose mean is taken whole: from then
- * on the model's figure is learned
- */
-#define NGX_HTTP_PREFIX_ROUTE_USAGE_LEARN  16
 
 /*
  * A model's bytes of canonical prompt per engine token, x 256, learned
