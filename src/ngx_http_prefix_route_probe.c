@@ -36,12 +36,18 @@
 
 /*
  * ms after a counter came back (a page of several engines) during which no
- * fall is taken for a restart; and after a restart, during which a counter
- * that comes back to where it was is such a page: no engine restarted
- * does a minute's work again faster
+ * fall is taken for a restart
  */
 #define NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED_MS     600000
-#define NGX_HTTP_PREFIX_ROUTE_PROBE_COMEBACK_MS  60000
+
+/*
+ * intervals after a restart during which a counter that comes back to
+ * where it was is such a page: replicas answer in turn or at random, so
+ * within a few readings, and an engine restarted does not do its work
+ * before again so fast unless it ran for less (a crash loop at 60 s must
+ * not look like replicas)
+ */
+#define NGX_HTTP_PREFIX_ROUTE_PROBE_COMEBACK     4
 
 /* what the engine's counter of work done says */
 #define NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT       0
@@ -170,7 +176,7 @@ static void ngx_http_prefix_route_probe_finish(
     ngx_http_prefix_route_probe_slot_t *s, ngx_http_prefix_route_probe_e rc,
     char *reason);
 static ngx_uint_t ngx_http_prefix_route_probe_counter(
-    ngx_http_prefix_route_probe_t *pb, double served);
+    ngx_http_prefix_route_probe_t *pb, double served, ngx_msec_t interval);
 static ngx_uint_t ngx_http_prefix_route_probe_everywhere(
     ngx_http_prefix_route_prober_t *pr);
 static u_char *ngx_http_prefix_route_probe_log(ngx_log_t *log, u_char *buf,
@@ -1122,7 +1128,9 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
     if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_READ) {
 
         if (m->has_served) {
-            switch (ngx_http_prefix_route_probe_counter(pb, m->served)) {
+            switch (ngx_http_prefix_route_probe_counter(pb, m->served,
+                                                        prcf->probe.interval))
+            {
 
             case NGX_HTTP_PREFIX_ROUTE_PROBE_RESTARTED:
                 /*
@@ -1276,8 +1284,8 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
  * the caller drops the server's blocks and keeps the new counter), but
  * for an address that answers for several engines (replicas behind a
  * service), whose pages give each one's counter in turn: a counter that
- * comes back to where it was before a restart, within COMEBACK_MS of it,
- * is such a page (MIXED), and for MIXED_MS after it comes back again no
+ * comes back to where it was before a restart, within COMEBACK intervals
+ * of it, is such a page (MIXED), and for MIXED_MS after it comes back again no
  * fall is a restart (KEPT, pb->fallen: the caller keeps the last
  * reference).  helper-73 saw such a server's blocks dropped every few
  * seconds; now once each MIXED_MS.  A page a little lower than the last
@@ -1288,7 +1296,7 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
 
 static ngx_uint_t
 ngx_http_prefix_route_probe_counter(ngx_http_prefix_route_probe_t *pb,
-    double served)
+    double served, ngx_msec_t interval)
 {
     uint32_t  now;
 
@@ -1302,7 +1310,7 @@ ngx_http_prefix_route_probe_counter(ngx_http_prefix_route_probe_t *pb,
 
     if (pb->has_high
         && (uint32_t) (now - pb->restarted)
-           >= NGX_HTTP_PREFIX_ROUTE_PROBE_COMEBACK_MS)
+           > NGX_HTTP_PREFIX_ROUTE_PROBE_COMEBACK * interval)
     {
         pb->has_high = 0;
     }
