@@ -1333,22 +1333,25 @@ ngx_http_prefix_route_probe_counter(ngx_http_prefix_route_probe_t *pb,
         return NGX_HTTP_PREFIX_ROUTE_PROBE_RESTARTED;
     }
 
-    pb->fallen = 0;
+    if (pb->has_high && served >= pb->high) {
+        pb->has_high = 0;
+        pb->has_mixed = 1;
+        pb->mixed = now;
+        pb->fallen = 0;
 
-    if (served >= pb->served && (pb->has_high || pb->has_mixed)) {
-
-        if (pb->has_high && served >= pb->high) {
-            pb->has_high = 0;
-            pb->has_mixed = 1;
-            pb->mixed = now;
-
-            return NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED;
-        }
-
-        if (pb->has_mixed) {
-            pb->mixed = now;
-        }
+        return NGX_HTTP_PREFIX_ROUTE_PROBE_MIXED;
     }
+
+    /*
+     * back after a fall passed over: the window goes on; a counter that
+     * only grows (one engine again) lets it end
+     */
+
+    if (pb->fallen && served >= pb->served) {
+        pb->mixed = now;
+    }
+
+    pb->fallen = 0;
 
     return NGX_HTTP_PREFIX_ROUTE_PROBE_KEPT;
 }
