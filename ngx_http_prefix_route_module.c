@@ -104,6 +104,7 @@ typedef struct {
     ngx_http_prefix_route_srv_conf_t   *conf;
     ngx_http_request_t                 *request;
     ngx_http_prefix_route_status_e      status;
+    ngx_http_prefix_route_bypass_e      bypass;      /* why, if BYPASS */
     ngx_uint_t                          backup;      /* on the backup list */
 
     size_t                              len;         /* prompt bytes */
@@ -417,6 +418,19 @@ ngx_str_t  ngx_http_prefix_route_status_names[] = {
 };
 
 
+ngx_str_t  ngx_http_prefix_route_bypass_names[] = {
+    ngx_string("no_body"),
+    ngx_string("unbuffered"),
+    ngx_string("body_replaced"),
+    ngx_string("not_json"),
+    ngx_string("no_prompt"),
+    ngx_string("parse_budget"),
+    ngx_string("max_parse"),
+    ngx_string("no_memory"),
+    ngx_string("lists_changed")
+};
+
+
 static ngx_http_output_body_filter_pt  ngx_http_next_body_filter;
 
 /*
@@ -437,7 +451,8 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_VAR_LENGTH,
     NGX_HTTP_PREFIX_ROUTE_VAR_CACHED,
     NGX_HTTP_PREFIX_ROUTE_VAR_LONGEST,
-    NGX_HTTP_PREFIX_ROUTE_VAR_PREDICTED
+    NGX_HTTP_PREFIX_ROUTE_VAR_PREDICTED,
+    NGX_HTTP_PREFIX_ROUTE_VAR_BYPASS
 };
 
 
@@ -465,6 +480,10 @@ static ngx_http_variable_t  ngx_http_prefix_route_vars[] = {
 
     { ngx_string("prefix_route_predicted"), NULL,
       ngx_http_prefix_route_variable, NGX_HTTP_PREFIX_ROUTE_VAR_PREDICTED,
+      NGX_HTTP_VAR_NOCACHEABLE, 0 },
+
+    { ngx_string("prefix_route_bypass"), NULL,
+      ngx_http_prefix_route_variable, NGX_HTTP_PREFIX_ROUTE_VAR_BYPASS,
       NGX_HTTP_VAR_NOCACHEABLE, 0 },
 
       ngx_http_null_variable
@@ -2205,12 +2224,14 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
         ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                       "prefix_route: request body is still being read "
                       "(proxy_request_buffering off?), round robin");
+        ctx->bypass = NGX_HTTP_PREFIX_ROUTE_UNBUFFERED;
         return;
     }
 
     if (rb == NULL || rb->bufs == NULL) {
         ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                        "prefix_route: no request body, round robin");
+        ctx->bypass = NGX_HTTP_PREFIX_ROUTE_NO_BODY;
         return;
     }
 
@@ -2219,6 +2240,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
                       "prefix_route: the body sent to the upstream is not "
                       "the client's (proxy_set_body? "
                       "proxy_pass_request_body off?), round robin");
+        ctx->bypass = NGX_HTTP_PREFIX_ROUTE_BODY_REPLACED;
         return;
     }
 
@@ -2226,6 +2248,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
 
     ngx_str_null(&x.salt);
     x.cache_salt = prcf->cache_salt;
+    ctx->bypass = NGX_HTTP_PREFIX_ROUTE_NO_MEMORY;
 
     if (prcf->salt != NULL
         && ngx_http_complex_value(r, prcf->salt, &x.salt) != NGX_OK)
@@ -2258,6 +2281,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
         case NGX_HTTP_PREFIX_ROUTE_EXTRACT_EMPTY:
             ngx_log_debug0(NGX_LOG_DEBUG_HTTP, r->connection->log, 0,
                            "prefix_route: no request body, round robin");
+            ctx->bypass = NGX_HTTP_PREFIX_ROUTE_NO_BODY;
             break;
 
         case NGX_HTTP_PREFIX_ROUTE_EXTRACT_BUDGET:
@@ -2265,10 +2289,11 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
                           "prefix_route: request body of %O bytes needs "
                           "more than %uz bytes to parse, round robin",
                           x.size, x.budget);
+            ctx->bypass = NGX_HTTP_PREFIX_ROUTE_PARSE_BUDGET;
             break;
 
         case NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME:
-            (void) ngx_atomic_fetch_add(&prcf->index.sh->parse_stopped, 1);
+            ctx->bypass = NGX_HTTP_PREFIX_ROUTE_MAX_PARSE;
             ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                           "prefix_route: request body of %O bytes takes "
                           "%s more than max_parse=%Mms to parse, "
@@ -2284,6 +2309,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
                           "(%s: error %d at byte %d), round robin",
                           ngx_http_prefix_route_extract_reason(x.json_error),
                           x.json_error, x.position);
+            ctx->bypass = NGX_HTTP_PREFIX_ROUTE_NOT_JSON;
             break;
 
         case NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY:
@@ -2296,6 +2322,7 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
             ngx_log_error(NGX_LOG_INFO, r->connection->log, 0,
                           "prefix_route: request body has no prompt, "
                           "round robin");
+            ctx->bypass = NGX_HTTP_PREFIX_ROUTE_NO_PROMPT;
         }
 
         return;
@@ -2397,6 +2424,7 @@ ngx_http_prefix_route_get_peer(ngx_peer_connection_t *pc, void *data)
             ngx_http_upstream_rr_peers_unlock(peers);
             ngx_http_prefix_route_no_server(ctx);
             ctx->status = NGX_HTTP_PREFIX_ROUTE_BYPASS;
+            ctx->bypass = NGX_HTTP_PREFIX_ROUTE_LISTS_CHANGED;
             return ngx_http_upstream_get_round_robin_peer(pc, &ctx->rrp);
         }
 
@@ -3478,6 +3506,8 @@ ngx_http_prefix_route_held(ngx_http_prefix_route_sh_t *sh, uint64_t ns)
 {
     ngx_uint_t  k;
 
+    (void) ngx_atomic_fetch_add(&sh->lock_ns_sum, ns);
+
     for (k = 0; ns > 1 && k < 31; k++) {
         ns >>= 1;
     }
@@ -3501,6 +3531,10 @@ ngx_http_prefix_route_count(void *data)
     sh = ctx->conf->index.sh;
 
     (void) ngx_atomic_fetch_add(&sh->requests[ctx->status], 1);
+
+    if (ctx->status == NGX_HTTP_PREFIX_ROUTE_BYPASS) {
+        (void) ngx_atomic_fetch_add(&sh->bypassed[ctx->bypass], 1);
+    }
 
     /* a request no server took has no place in the hit rate */
 
@@ -3538,9 +3572,11 @@ ngx_http_prefix_route_add_variables(ngx_conf_t *cf)
  * $prefix_route_match: bytes of the prompt the chosen peer held;
  * $prefix_route_length: bytes of canonical prompt considered;
  * $prefix_route_cached_tokens: the prompt tokens the engine reported it
- * had cached, known at the response's end (log phase).
- * Not found in a request that did not go through a prefix_route upstream,
- * nor the last one in a response that reported no cached tokens.
+ * had cached, known at the response's end (log phase);
+ * $prefix_route_bypass: why the request is BYPASS, a bypass_names[] word.
+ * None is found in a request that did not go through a prefix_route
+ * upstream; $prefix_route_cached_tokens is not in a response that reported
+ * no cached tokens, nor $prefix_route_bypass in a request not BYPASS.
  */
 
 static ngx_int_t
@@ -3554,7 +3590,9 @@ ngx_http_prefix_route_variable(ngx_http_request_t *r,
     ctx = ngx_http_get_module_ctx(r, ngx_http_prefix_route_module);
 
     if (ctx == NULL
-        || (data == NGX_HTTP_PREFIX_ROUTE_VAR_CACHED && !ctx->reported))
+        || (data == NGX_HTTP_PREFIX_ROUTE_VAR_CACHED && !ctx->reported)
+        || (data == NGX_HTTP_PREFIX_ROUTE_VAR_BYPASS
+            && ctx->status != NGX_HTTP_PREFIX_ROUTE_BYPASS))
     {
         v->not_found = 1;
         return NGX_OK;
@@ -3566,6 +3604,13 @@ ngx_http_prefix_route_variable(ngx_http_request_t *r,
 
     if (data == NGX_HTTP_PREFIX_ROUTE_VAR_STATUS) {
         s = &ngx_http_prefix_route_status_names[ctx->status];
+        v->len = s->len;
+        v->data = s->data;
+        return NGX_OK;
+    }
+
+    if (data == NGX_HTTP_PREFIX_ROUTE_VAR_BYPASS) {
+        s = &ngx_http_prefix_route_bypass_names[ctx->bypass];
         v->len = s->len;
         v->data = s->data;
         return NGX_OK;

@@ -74,6 +74,29 @@ typedef enum {
 extern ngx_str_t  ngx_http_prefix_route_status_names[];
 
 
+/*
+ * Why a request is BYPASS: $prefix_route_bypass and the keys of the
+ * bypassed counters; each is a line of docs/reference.md's "Messages"
+ */
+typedef enum {
+    NGX_HTTP_PREFIX_ROUTE_NO_BODY = 0,          /* none, or empty */
+    NGX_HTTP_PREFIX_ROUTE_UNBUFFERED,           /* still being read */
+    NGX_HTTP_PREFIX_ROUTE_BODY_REPLACED,        /* not the client's */
+    NGX_HTTP_PREFIX_ROUTE_NOT_JSON,
+    NGX_HTTP_PREFIX_ROUTE_NO_PROMPT,
+    NGX_HTTP_PREFIX_ROUTE_PARSE_BUDGET,         /* jansson's memory */
+    NGX_HTTP_PREFIX_ROUTE_MAX_PARSE,            /* time */
+    NGX_HTTP_PREFIX_ROUTE_NO_MEMORY,            /* the worker's, or the
+                                                   salt's value failed */
+    NGX_HTTP_PREFIX_ROUTE_LISTS_CHANGED,        /* "resolve", or races */
+    NGX_HTTP_PREFIX_ROUTE_NBYPASS
+} ngx_http_prefix_route_bypass_e;
+
+
+/* their names, ..._module.c */
+extern ngx_str_t  ngx_http_prefix_route_bypass_names[];
+
+
 /* a worker process's share of a server's load, ..._load.c */
 typedef struct {
     uint64_t                         queued;    /* bytes of prefill */
@@ -146,8 +169,9 @@ typedef struct {
                                                    if has_high */
     ngx_uint_t                       fails;     /* probes failed in a row */
     ngx_uint_t                       down;      /* passed over: fails= */
-    ngx_uint_t                       failures;  /* probes failed, in all */
-    ngx_uint_t                       restarts;  /* counter resets seen */
+    uint32_t                         probes;    /* probes kept, in all */
+    uint32_t                         failures;  /* of which failed */
+    uint32_t                         restarts;  /* counter resets seen */
     uint32_t                         round;     /* of the last probe kept */
     uint32_t                         mixed;     /* ms, when the counter
                                                    last came back (a page of
@@ -489,9 +513,10 @@ typedef struct {
                                                    longest match */
     ngx_atomic_t                     jansson_bodies; /* the fast path left
                                                    to jansson */
-    ngx_atomic_t                     parse_stopped; /* stopped at max_parse,
-                                                   by the fast path or
-                                                   jansson */
+    ngx_atomic_t                     bypassed[NGX_HTTP_PREFIX_ROUTE_NBYPASS];
+                                                /* BYPASS requests by
+                                                   why, counted as
+                                                   requests[] are */
 
     time_t                           started;   /* s since the epoch: made */
     ngx_atomic_t                     resize_told; /* a worker warned
@@ -519,6 +544,7 @@ typedef struct {
 
     /* zone mutex hold time of the balancer, log2 buckets of ns */
     ngx_atomic_t                     lock_ns[32];
+    ngx_atomic_t                     lock_ns_sum;   /* ns, of them all */
 } ngx_http_prefix_route_sh_t;
 
 

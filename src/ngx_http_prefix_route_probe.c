@@ -1109,6 +1109,7 @@ ngx_http_prefix_route_probe_finish(ngx_http_prefix_route_probe_slot_t *s,
     }
 
     pb->round = s->round;
+    pb->probes++;
 
     if (rc == NGX_HTTP_PREFIX_ROUTE_PROBE_FAILED) {
         pb->failures++;

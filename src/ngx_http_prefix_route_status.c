@@ -80,6 +80,7 @@ enum {
     NGX_HTTP_PREFIX_ROUTE_P_FB_OVER,
     NGX_HTTP_PREFIX_ROUTE_P_FB_DROPPED,
     NGX_HTTP_PREFIX_ROUTE_P_FB_CAPACITY,
+    NGX_HTTP_PREFIX_ROUTE_P_PROBES,
     NGX_HTTP_PREFIX_ROUTE_P_PROBE_FAILURES,
     NGX_HTTP_PREFIX_ROUTE_P_PROBE_RESTARTS,
     NGX_HTTP_PREFIX_ROUTE_P_N
@@ -130,7 +131,9 @@ typedef struct {
     ngx_str_t                         *zone;
     uint64_t                           v[NGX_HTTP_PREFIX_ROUTE_U_N];
     uint64_t                           requests[NGX_HTTP_PREFIX_ROUTE_NSTATUS];
+    uint64_t                           bypassed[NGX_HTTP_PREFIX_ROUTE_NBYPASS];
     uint64_t                           lock[32];  /* log2 buckets of ns */
+    uint64_t                           lock_sum;  /* ns */
     ngx_int_t                          errors;    /* index check, -1: none */
     ngx_uint_t                         npeers;
     ngx_http_prefix_route_peer_stat_t *peers;
@@ -174,6 +177,8 @@ static u_char *ngx_http_prefix_route_status_html(u_char *p,
     ngx_array_t *stats);
 static u_char *ngx_http_prefix_route_status_help(u_char *p,
     ngx_http_prefix_route_field_t *f);
+static u_char *ngx_http_prefix_route_status_lock(u_char *p,
+    ngx_array_t *stats);
 static u_char *ngx_http_prefix_route_status_percent(u_char *p, uint64_t part,
     uint64_t whole);
 static u_char *ngx_http_prefix_route_status_ratio(u_char *p, uint32_t ratio);
@@ -289,6 +294,9 @@ static ngx_http_prefix_route_field_t  ngx_http_prefix_route_pfields[] = {
       "Bytes of canonical prompt the peer's engine holds at most, as its "
       "evictions showed (feedback=correct); the index keeps no more for "
       "the peer than this or capacity=. 0: none learned." },
+    { "probes", "peer_probes_total", "counter",
+      "Probes of the peer's metrics page, answered or failed (a probe "
+      "that ended after a later one is not counted)." },
     { "probe_failures", "peer_probe_failures_total", "counter",
       "Probes of the peer's metrics page that failed: no connection, no "
       "answer within the timeout, not HTTP, not 2xx." },
@@ -532,17 +540,25 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->name = &uscfp[i]->host;
         st->zone = &prcf->shm_zone->shm.name;
 
-        *size += (NGX_HTTP_PREFIX_ROUTE_U_N + NGX_HTTP_PREFIX_ROUTE_NSTATUS + 4)
-                 * (128 + NGX_INT64_LEN + 6 * (st->name->len + st->zone->len))
-                 + 32 * (NGX_ATOMIC_T_LEN + 1) + 64;
+        /* a line a figure, request status, reason, bucket and four more */
+
+        *size += (NGX_HTTP_PREFIX_ROUTE_U_N + NGX_HTTP_PREFIX_ROUTE_NSTATUS
+                  + NGX_HTTP_PREFIX_ROUTE_NBYPASS + 32 + 4)
+                 * (128 + NGX_INT64_LEN + 6 * (st->name->len + st->zone->len));
 
         for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_NSTATUS; k++) {
             st->requests[k] = sh->requests[k];
         }
 
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_NBYPASS; k++) {
+            st->bypassed[k] = sh->bypassed[k];
+        }
+
         for (k = 0; k < 32; k++) {
             st->lock[k] = sh->lock_ns[k];
         }
+
+        st->lock_sum = sh->lock_ns_sum;
 
         st->v[NGX_HTTP_PREFIX_ROUTE_U_PROMPT] = sh->prompt_bytes;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_MATCHED] = sh->matched_bytes;
@@ -550,7 +566,8 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
         st->v[NGX_HTTP_PREFIX_ROUTE_U_PREDICTED] = sh->predicted_bytes;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_REUSABLE] = sh->reusable;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_JANSSON] = sh->jansson_bodies;
-        st->v[NGX_HTTP_PREFIX_ROUTE_U_PARSE_STOPPED] = sh->parse_stopped;
+        st->v[NGX_HTTP_PREFIX_ROUTE_U_PARSE_STOPPED] =
+                                st->bypassed[NGX_HTTP_PREFIX_ROUTE_MAX_PARSE];
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SIZE] = prcf->shm_zone->shm.size;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_SHADOW] = prcf->shadow;
         st->v[NGX_HTTP_PREFIX_ROUTE_U_STARTED] = (uint64_t) sh->started;
@@ -883,6 +900,7 @@ ngx_http_prefix_route_status_figures(ngx_http_prefix_route_srv_conf_t *prcf,
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_FB_CAPACITY] =
                 (uint64_t) ngx_http_prefix_route_learned(prcf, sp)
                 * prcf->block;
+        ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBES] = sp->probe.probes;
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBE_FAILURES] = sp->probe.failures;
         ps->v[NGX_HTTP_PREFIX_ROUTE_P_PROBE_RESTARTS] = sp->probe.restarts;
 
@@ -1165,13 +1183,21 @@ ngx_http_prefix_route_status_json(u_char *p, ngx_array_t *stats)
                             st[i].requests[k]);
         }
 
+        p = ngx_sprintf(p, "},\"bypassed\":{");
+
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_NBYPASS; k++) {
+            p = ngx_sprintf(p, "%s\"%V\":%uL", k ? "," : "",
+                            &ngx_http_prefix_route_bypass_names[k],
+                            st[i].bypassed[k]);
+        }
+
         p = ngx_sprintf(p, "},\"lock_hold_ns_log2\":[");
 
         for (k = 0; k < 32; k++) {
             p = ngx_sprintf(p, "%s%uL", k ? "," : "", st[i].lock[k]);
         }
 
-        *p++ = ']';
+        p = ngx_sprintf(p, "],\"lock_hold_ns_sum\":%uL", st[i].lock_sum);
 
         if (st[i].errors >= 0) {
             p = ngx_sprintf(p, ",\"index_errors\":%i", st[i].errors);
@@ -1293,6 +1319,38 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
                             st[i].name,
                             &ngx_http_prefix_route_status_names[k],
                             st[i].requests[k]);
+        }
+    }
+
+    p = ngx_sprintf(p, "# HELP nginx_prefix_route_bypassed_total "
+                       "BYPASS requests by why the module did not route "
+                       "them (docs/reference.md, \"Messages\").\n"
+                       "# TYPE nginx_prefix_route_bypassed_total counter\n");
+
+    for (i = 0; i < stats->nelts; i++) {
+        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_NBYPASS; k++) {
+            p = ngx_sprintf(p, "nginx_prefix_route_bypassed_total"
+                               "{upstream=\"%V\",reason=\"%V\"} %uL\n",
+                            st[i].name,
+                            &ngx_http_prefix_route_bypass_names[k],
+                            st[i].bypassed[k]);
+        }
+    }
+
+    p = ngx_http_prefix_route_status_lock(p, stats);
+
+    /* "check=1" walks every upstream's index, or none */
+
+    if (stats->nelts && st[0].errors >= 0) {
+        p = ngx_sprintf(p, "# HELP nginx_prefix_route_index_errors "
+                           "Inconsistencies a walk of the index found "
+                           "(?check=1 only): a bug, please report it.\n"
+                           "# TYPE nginx_prefix_route_index_errors gauge\n");
+
+        for (i = 0; i < stats->nelts; i++) {
+            p = ngx_sprintf(p, "nginx_prefix_route_index_errors"
+                               "{upstream=\"%V\"} %i\n",
+                            st[i].name, st[i].errors);
         }
     }
 
@@ -1477,6 +1535,18 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
                             st[i].requests[k]);
         }
 
+        for (k = 0, n = 0; k < NGX_HTTP_PREFIX_ROUTE_NBYPASS; k++) {
+            if (st[i].bypassed[k]) {
+                p = ngx_sprintf(p, "%s%V %uL", n++ ? ", " : " (BYPASS: ",
+                                &ngx_http_prefix_route_bypass_names[k],
+                                st[i].bypassed[k]);
+            }
+        }
+
+        if (n) {
+            *p++ = ')';
+        }
+
         p = ngx_cpymem(p, "; prompt bytes matched: ", 24);
         p = ngx_http_prefix_route_status_percent(p,
                                         v[NGX_HTTP_PREFIX_ROUTE_U_MATCHED],
@@ -1593,6 +1663,59 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
     }
 
     return ngx_cpymem(p, "</body></html>\n", 15);
+}
+
+
+/*
+ * The zone mutex hold times of lock_hold_ns_log2 as a Prometheus
+ * histogram in seconds: a hold of whole ns from 2^k to 2^(k+1) - 1 is in
+ * the bucket of le = 2^(k+1) - 1 ns exactly.  Buckets from 255 ns to
+ * 2.1 s: the shortest take no lock work, the longest are a stuck worker.
+ */
+
+static u_char *
+ngx_http_prefix_route_status_lock(u_char *p, ngx_array_t *stats)
+{
+    uint64_t                       n, le;
+    ngx_uint_t                     i, k;
+    ngx_http_prefix_route_stat_t  *st;
+
+    st = stats->elts;
+
+    p = ngx_sprintf(p, "# HELP nginx_prefix_route_lock_hold_seconds "
+                       "Time each balancer call held the zone mutex, from "
+                       "taking it to giving it back.\n"
+                       "# TYPE nginx_prefix_route_lock_hold_seconds "
+                       "histogram\n");
+
+    for (i = 0; i < stats->nelts; i++) {
+
+        for (k = 0, n = 0; k < 32; k++) {
+            n += st[i].lock[k];
+
+            if (k < 7 || k == 31) {
+                continue;
+            }
+
+            le = ((uint64_t) 2 << k) - 1;
+
+            p = ngx_sprintf(p, "nginx_prefix_route_lock_hold_seconds_bucket"
+                               "{upstream=\"%V\",le=\"%uL.%09uL\"} %uL\n",
+                            st[i].name, le / 1000000000, le % 1000000000, n);
+        }
+
+        p = ngx_sprintf(p, "nginx_prefix_route_lock_hold_seconds_bucket"
+                           "{upstream=\"%V\",le=\"+Inf\"} %uL\n"
+                           "nginx_prefix_route_lock_hold_seconds_sum"
+                           "{upstream=\"%V\"} %uL.%09uL\n"
+                           "nginx_prefix_route_lock_hold_seconds_count"
+                           "{upstream=\"%V\"} %uL\n",
+                        st[i].name, n, st[i].name,
+                        st[i].lock_sum / 1000000000,
+                        st[i].lock_sum % 1000000000, st[i].name, n);
+    }
+
+    return p;
 }
 
 

@@ -34,7 +34,8 @@ add_block_preprocessor(sub {
     $block->set_value(main_config => $LoadModule . $LoadEcho) unless defined $block->main_config;
     $block->set_value(http_config => upstream(1 .. 4) . echo_backends(1 .. 4))
         unless defined $block->http_config;
-    $block->set_value(config => ($block->config // "") . proxy(path => "/"));
+    $block->set_value(config => ($block->config // "")
+                      . proxy(path => "/", add => 'add_header X-Bypass $prefix_route_bypass always;'));
     $block->set_value(no_error_log => $NoErrorLog) unless defined $block->no_error_log;
     return $block;
 });
@@ -212,7 +213,7 @@ qr/http write client request body, bufs/
 --- request eval
 [("GET /v1/models") x 5]
 --- response_headers eval
-[("X-Prefix-Route: BYPASS 0 0") x 5]
+[("X-Prefix-Route: BYPASS 0 0\nX-Bypass: no_body") x 5]
 --- response_body eval
 ["b1\n", "b2\n", "b3\n", "b4\n", "b1\n"]
 --- no_error_log
@@ -229,7 +230,7 @@ my $long = "A sentence that would make a fine prompt if it were JSON." x 20;
 ["POST /v1/chat/completions\n$long",
  "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"$long"]
 --- response_headers eval
-["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
+["X-Prefix-Route: BYPASS 0 0\nX-Bypass: not_json\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Bypass: not_json\nX-Backend: b2"]
 --- response_body eval
 my $long = "A sentence that would make a fine prompt if it were JSON." x 20;
 ["$long\n", "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"$long\n"]
@@ -249,8 +250,8 @@ my $long = "A sentence that would make a fine prompt if it were JSON." x 20;
  "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":\"$long\"}",
  "POST /v1/chat/completions\n{\"model\":\"m\",\"messages\":[]}"]
 --- response_headers eval
-["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2",
- "X-Prefix-Route: BYPASS 0 0\nX-Backend: b3", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b4"]
+["X-Prefix-Route: BYPASS 0 0\nX-Bypass: no_prompt\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Bypass: no_prompt\nX-Backend: b2",
+ "X-Prefix-Route: BYPASS 0 0\nX-Bypass: no_prompt\nX-Backend: b3", "X-Prefix-Route: BYPASS 0 0\nX-Bypass: no_prompt\nX-Backend: b4"]
 --- response_body eval
 my $long = "A sentence that would make a fine prompt if it were JSON." x 20;
 ["[{\"role\":\"user\",\"content\":\"$long\"}]\n",
@@ -271,7 +272,7 @@ no body (a debug line), not a body that is not JSON.
 --- more_headers
 Content-Length: 0
 --- response_headers eval
-["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
+["X-Prefix-Route: BYPASS 0 0\nX-Bypass: no_body\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Bypass: no_body\nX-Backend: b2"]
 --- response_body eval
 [("\n") x 2]
 --- error_log eval
@@ -287,7 +288,7 @@ proxy_request_buffering off;
 --- request eval
 [("POST /v1/chat/completions\n$main::Chat20k") x 2]
 --- response_headers eval
-["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
+["X-Prefix-Route: BYPASS 0 0\nX-Bypass: unbuffered\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Bypass: unbuffered\nX-Backend: b2"]
 --- response_body eval
 [("$main::Chat20k\n") x 2]
 --- error_log eval
@@ -364,7 +365,7 @@ proxy_set_body '{"model":"m","messages":[{"role":"user","content":"set"}]}';
 --- request eval
 [("POST /v1/chat/completions\n" . main::chat(10)) x 2]
 --- response_headers eval
-["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
+["X-Prefix-Route: BYPASS 0 0\nX-Bypass: body_replaced\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Bypass: body_replaced\nX-Backend: b2"]
 --- response_body eval
 [("{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"set\"}]}\n") x 2]
 --- error_log eval
@@ -380,7 +381,7 @@ proxy_set_body $request_body;
 --- request eval
 [("POST /v1/chat/completions\n$main::Chat20k") x 2]
 --- response_headers eval
-["X-Prefix-Route: MISS 0 22313\nX-Backend: b1", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b1"]
+["X-Prefix-Route: MISS 0 22313\nX-Backend: b1\n!X-Bypass", "X-Prefix-Route: HIT 22272 22313\nX-Backend: b1\n!X-Bypass"]
 --- response_body eval
 [("$main::Chat20k\n") x 2]
 --- no_error_log
@@ -398,7 +399,7 @@ proxy_set_header Content-Length "";
 --- request eval
 [("POST /v1/chat/completions\n" . main::chat(10)) x 2]
 --- response_headers eval
-["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
+["X-Prefix-Route: BYPASS 0 0\nX-Bypass: body_replaced\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Bypass: body_replaced\nX-Backend: b2"]
 --- response_body eval
 ["\n", "\n"]
 --- error_log eval
@@ -414,7 +415,7 @@ proxy_set_body $request_body;
 --- request eval
 [("POST /v1/chat/completions\n$main::Chat20k") x 2]
 --- response_headers eval
-["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
+["X-Prefix-Route: BYPASS 0 0\nX-Bypass: body_replaced\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Bypass: body_replaced\nX-Backend: b2"]
 --- response_body eval
 ["\n", "\n"]
 --- error_log eval
@@ -431,7 +432,7 @@ proxy_set_body "x$request_body";
 --- request eval
 [("POST /v1/chat/completions\n" . main::chat(10)) x 2]
 --- response_headers eval
-["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
+["X-Prefix-Route: BYPASS 0 0\nX-Bypass: body_replaced\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Bypass: body_replaced\nX-Backend: b2"]
 --- response_body eval
 [("x" . main::chat(10) . "\n") x 2]
 --- error_log eval
@@ -447,7 +448,7 @@ proxy_set_body "$request_body$request_body";
 --- request eval
 [("POST /v1/chat/completions\n" . main::chat(10)) x 2]
 --- response_headers eval
-["X-Prefix-Route: BYPASS 0 0\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Backend: b2"]
+["X-Prefix-Route: BYPASS 0 0\nX-Bypass: body_replaced\nX-Backend: b1", "X-Prefix-Route: BYPASS 0 0\nX-Bypass: body_replaced\nX-Backend: b2"]
 --- response_body eval
 [(main::chat(10) . main::chat(10) . "\n") x 2]
 --- error_log eval

@@ -38,6 +38,19 @@ our $Keys = '{"model":"m","messages":[{"role":"user","content":"keys"}],"\\u0061
 
 sub ask { chat([sys($System), user(text($_[0], 100))]) }
 
+# the samples of a Prometheus metric of upstream llm, by their other labels
+sub samples {
+    my ($page, $metric) = @_;
+    my %v;
+    while ($page =~ /^nginx_prefix_route_$metric\{upstream="llm"(?:,(\w+="[^"]*"))?\} (\S+)$/mg) {
+        $v{$1 // ""} = $2;
+    }
+    return %v;
+}
+
+# TEST 18: the BYPASS counters before the requests
+our (%Bypassed, $Bypass);
+
 # TEST 16: a question about an image of 9 MB inline, over the 8 MiB a
 # worker keeps to gather a body in one piece
 our $Image9m = PrefixRoute::chat_body([sys($System), { role => "user", content => [
@@ -74,7 +87,7 @@ the 15 the backend was sent again are protected.
 [::ask("first"), ::ask("second"), "GET /v1/models", "GET /status"]
 --- response_body_like eval
 ["^b[12]\n\$", "^b[12]\n\$", "^b[12]\n\$",
- qr/\A\{"upstreams":\[\{"name":"llm","zone":"llm","zone_size":1048576,"zone_used":\d+,"blocks":19,"holders":19,"protected":15,"held_back":0,"tenants":1,"evictions":0,"forgotten":0,"index_bytes":1216,"capped":0,"mending":0,"records":2,"prompt_bytes":2232,"matched_bytes":960,"longest_bytes":960,"predicted_bytes":960,"reusable":1,"jansson_bodies":0,"parse_stopped":0,"predicted_tokens":0,"reported_tokens":0,"shadow":0,"fail_open":0,"zone_started":\d+,"requests":\{"BYPASS":1,"MISS":1,"HIT":1,"SPILL":0,"NONE":0\},"lock_hold_ns_log2":\[(?:\d+,){31}\d+\],"models":\[\],"peers":\[\{"name":"127\.0\.0\.1:19401","server":"127\.0\.0\.1:19401","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\},\{"name":"127\.0\.0\.1:19402","server":"127\.0\.0\.1:19402","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\}\]\},\{"name":"other","zone":"other",.*"requests":\{"BYPASS":0,"MISS":0,"HIT":0,"SPILL":0,"NONE":0\}.*\],"version":"[^"]+","build_id":"[0-9a-f]*"\}\n\z/s]
+ qr/\A\{"upstreams":\[\{"name":"llm","zone":"llm","zone_size":1048576,"zone_used":\d+,"blocks":19,"holders":19,"protected":15,"held_back":0,"tenants":1,"evictions":0,"forgotten":0,"index_bytes":1216,"capped":0,"mending":0,"records":2,"prompt_bytes":2232,"matched_bytes":960,"longest_bytes":960,"predicted_bytes":960,"reusable":1,"jansson_bodies":0,"parse_stopped":0,"predicted_tokens":0,"reported_tokens":0,"shadow":0,"fail_open":0,"zone_started":\d+,"requests":\{"BYPASS":1,"MISS":1,"HIT":1,"SPILL":0,"NONE":0\},"bypassed":\{"no_body":1,"unbuffered":0,"body_replaced":0,"not_json":0,"no_prompt":0,"parse_budget":0,"max_parse":0,"no_memory":0,"lists_changed":0\},"lock_hold_ns_log2":\[(?:\d+,){31}\d+\],"lock_hold_ns_sum":[1-9]\d*,"models":\[\],"peers":\[\{"name":"127\.0\.0\.1:19401","server":"127\.0\.0\.1:19401","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probes":0,"probe_failures":0,"probe_restarts":0\},\{"name":"127\.0\.0\.1:19402","server":"127\.0\.0\.1:19402","state":"up","inflight":0,"queued_bytes":0,"blocks":(?:19|0),"dropping":0,"requests":(?:2|0),"hits":(?:1|0),"errors":0,"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probes":0,"probe_failures":0,"probe_restarts":0\}\]\},\{"name":"other","zone":"other",.*"requests":\{"BYPASS":0,"MISS":0,"HIT":0,"SPILL":0,"NONE":0\}.*\],"version":"[^"]+","build_id":"[0-9a-f]*"\}\n\z/s]
 --- response_headers eval
 ["", "", "", "Content-Type: application/json"]
 
@@ -147,11 +160,11 @@ GET /private
 
 
 
-=== TEST 7: every Prometheus line is a HELP or TYPE comment or a sample with labels and an integer value
+=== TEST 7: every Prometheus line is a HELP or TYPE comment or a sample with labels and a number, an integer but for the lock histogram's seconds
 --- request
 GET /status?format=prometheus
 --- response_body_like eval
-qr/\A(?:(?:# HELP nginx_prefix_route_\w+ [^\n]+|# TYPE nginx_prefix_route_\w+ (?:gauge|counter)|nginx_prefix_route_\w+\{\w+="[^"\n]*"(?:,\w+="[^"\n]*")*\} \d+)\n)+\z/
+qr/\A(?:(?:# HELP nginx_prefix_route_\w+ [^\n]+|# TYPE nginx_prefix_route_\w+ (?:gauge|counter|histogram)|nginx_prefix_route_\w+\{\w+="[^"\n]*"(?:,\w+="[^"\n]*")*\} \d+|nginx_prefix_route_lock_hold_seconds_(?:bucket\{upstream="\w+",le="(?:\d+\.\d{9}|\+Inf)"\} \d+|sum\{upstream="\w+"\} \d+\.\d{9}|count\{upstream="\w+"\} \d+))\n)+\z/
 
 
 
@@ -163,7 +176,7 @@ qr/\A(?:(?:# HELP nginx_prefix_route_\w+ [^\n]+|# TYPE nginx_prefix_route_\w+ (?
 --- response_headers eval
 ["Content-Type: text/html; charset=utf-8", "Content-Type: text/html; charset=utf-8"]
 --- response_body_like eval
-[(qr{<meta http-equiv="refresh" content="5">.*<h2>upstream llm</h2>\n<p>zone llm: \d+ of 1024 KiB used; blocks indexed: 21; pairs protected: \d+ of 21 \(held back 0 times\); tenants: 1; evicted: 0; forgotten: 0<br>requests: BYPASS 1 MISS 1 HIT 2 SPILL 0 NONE 0; prompt bytes matched: [\d.]+%; held by the best server: [\d.]+%</p>\n<table>.*<tr><td>127\.0\.0\.1:19401</td><td class="up">up</td>.*<tr><td>127\.0\.0\.1:19402</td><td class="up">up</td>.*<h2>upstream other</h2>.*<tr><td>127\.0\.0\.1:19403</td><td class="up">up</td><td>0</td><td>0</td><td>0</td><td>0</td><td>-</td><td>0</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>\n</table>\n(?:<p>Charts of the last 30 minutes[^<]*</p>\n|<div class="charts">.*?</div>\n)</body></html>\n\z}s) x 2]
+[(qr{<meta http-equiv="refresh" content="5">.*<h2>upstream llm</h2>\n<p>zone llm: \d+ of 1024 KiB used; blocks indexed: 21; pairs protected: \d+ of 21 \(held back 0 times\); tenants: 1; evicted: 0; forgotten: 0<br>requests: BYPASS 1 MISS 1 HIT 2 SPILL 0 NONE 0 \(BYPASS: no_body 1\); prompt bytes matched: [\d.]+%; held by the best server: [\d.]+%</p>\n<table>.*<tr><td>127\.0\.0\.1:19401</td><td class="up">up</td>.*<tr><td>127\.0\.0\.1:19402</td><td class="up">up</td>.*<h2>upstream other</h2>.*<tr><td>127\.0\.0\.1:19403</td><td class="up">up</td><td>0</td><td>0</td><td>0</td><td>0</td><td>-</td><td>0</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>\n</table>\n(?:<p>Charts of the last 30 minutes[^<]*</p>\n|<div class="charts">.*?</div>\n)</body></html>\n\z}s) x 2]
 
 
 
@@ -288,7 +301,7 @@ my $p = 'nginx_prefix_route_peer_state\{upstream="twice",peer="127\.0\.0\.1:1940
 
 
 
-=== TEST 15: a body whose parse is stopped at max_parse adds one to parse_stopped and to jansson_bodies, in JSON and Prometheus text; the escaped key parsed in time did not
+=== TEST 15: a body whose parse is stopped at max_parse adds one to parse_stopped, to the bypassed for max_parse and to jansson_bodies, in JSON and Prometheus text; the escaped key parsed in time did not
 --- http_config eval
 ::upstream("zone=llm:1m", 1, 2) . ::upstream("zone=other:1m max_parse=1ms", 3)
 . ::backends(1 .. 3)
@@ -297,8 +310,8 @@ my $p = 'nginx_prefix_route_peer_state\{upstream="twice",peer="127\.0\.0\.1:1940
  "GET /status?format=prometheus"]
 --- response_body_like eval
 ["\"name\":\"other\",.*\"jansson_bodies\":0,\"parse_stopped\":0,", "^b3\n\$",
- "\"name\":\"llm\",.*\"jansson_bodies\":1,\"parse_stopped\":0,.*\"name\":\"other\",.*\"jansson_bodies\":1,\"parse_stopped\":1,",
- qr/# TYPE nginx_prefix_route_parse_stopped_total counter\nnginx_prefix_route_parse_stopped_total\{upstream="llm"\} 0\nnginx_prefix_route_parse_stopped_total\{upstream="other"\} 1\n/]
+ "\"name\":\"llm\",.*\"jansson_bodies\":1,\"parse_stopped\":0,.*\"name\":\"other\",.*\"jansson_bodies\":1,\"parse_stopped\":1,.*\"requests\":\\{\"BYPASS\":1,.*\"bypassed\":\\{[^}]*\"max_parse\":1,",
+ qr/# TYPE nginx_prefix_route_parse_stopped_total counter\nnginx_prefix_route_parse_stopped_total\{upstream="llm"\} 0\nnginx_prefix_route_parse_stopped_total\{upstream="other"\} 1\n.*nginx_prefix_route_bypassed_total\{upstream="other",reason="max_parse"\} 1\n/s]
 
 
 
@@ -330,3 +343,77 @@ my $near = sub { my @t = @_; (@t == 2 && !grep { abs(time() - $_) > 600 } @t) ? 
  [sub { $near->($_[0] =~ /^nginx_prefix_route_zone_start_time_seconds\{upstream="(?:llm|other)"\} (\d+)$/mg) }]]
 --- response_body eval
 ["now\n", "now\n"]
+
+
+
+=== TEST 18: each BYPASS is counted by why, in JSON and Prometheus text, and the reasons add up to the BYPASS requests
+A GET without a body, a body that is not JSON, two without a prompt.
+--- request eval
+["GET /status?format=prometheus", "GET /v1/models", "POST /v1/chat/completions\nnot JSON",
+ "POST /v1/chat/completions\n{\"model\":\"m\"}", "POST /v1/chat/completions\n{\"model\":\"m\"}",
+ "GET /status?format=prometheus", "GET /status"]
+--- response_body_filters eval
+my $sum = sub { my %v = @_; my $n = 0; $n += $_ for values %v; $n };
+[[sub { %::Bypassed = main::samples($_[0], "bypassed_total");
+        my %r = main::samples($_[0], "requests_total");
+        $::Bypass = $r{'status="BYPASS"'};
+        "before\n" }],
+ [], [], [], [],
+ [sub { my %v = main::samples($_[0], "bypassed_total");
+        my %r = main::samples($_[0], "requests_total");
+        CORE::join("", map { "$_ +" . ($v{qq{reason="$_"}} - $::Bypassed{qq{reason="$_"}}) . "\n" }
+                   qw(no_body not_json no_prompt unbuffered body_replaced parse_budget max_parse no_memory lists_changed))
+        . "BYPASS +" . ($r{'status="BYPASS"'} - $::Bypass) . "\n"
+        . ($sum->(%v) == $r{'status="BYPASS"'} ? "adds up\n" : "reasons " . $sum->(%v) . " of $r{'status=\"BYPASS\"'}\n") }],
+ [sub { my ($b) = $_[0] =~ /"name":"llm",.*?"requests":\{"BYPASS":(\d+),/;
+        my ($w) = $_[0] =~ /"name":"llm",.*?"bypassed":\{([^}]*)\}/;
+        my $n = 0; $n += $_ for $w =~ /:(\d+)/g;
+        $n == $b ? "JSON adds up\n" : "JSON: reasons $n of $b\n" }]]
+--- response_body_like eval
+["^before\n\$", ("^b[12]\n\$") x 4,
+ "^no_body \\+1\nnot_json \\+1\nno_prompt \\+2\nunbuffered \\+0\nbody_replaced \\+0\nparse_budget \\+0\nmax_parse \\+0\nno_memory \\+0\nlists_changed \\+0\nBYPASS \\+4\nadds up\n\$",
+ "^JSON adds up\n\$"]
+--- no_error_log
+[error]
+[alert]
+[crit]
+
+
+
+
+=== TEST 19: the zone mutex hold times in Prometheus text are a histogram of the JSON's buckets: bounds rising, counts never falling, +Inf the count, one hold per balancer call
+Two prompts, then the pages.  Each routed request holds the mutex at least
+once (the choice), so the count is at least the MISS and HIT requests.
+--- request eval
+[::ask("hold one"), ::ask("hold two"), "GET /status?format=prometheus"]
+--- response_body_filters eval
+[[], [],
+ [sub { my $page = shift;
+        my (@le, @n);
+        while ($page =~ /^nginx_prefix_route_lock_hold_seconds_bucket\{upstream="llm",le="([^"]+)"\} (\d+)$/mg) {
+            push @le, $1; push @n, $2;
+        }
+        my ($count) = $page =~ /^nginx_prefix_route_lock_hold_seconds_count\{upstream="llm"\} (\d+)$/m;
+        my ($sum) = $page =~ /^nginx_prefix_route_lock_hold_seconds_sum\{upstream="llm"\} ([\d.]+)$/m;
+        my %r = main::samples($page, "requests_total");
+        my @bad;
+        push @bad, "no +Inf last" unless @le && $le[-1] eq "+Inf";
+        push @bad, "bounds not rising" if grep { $le[$_] >= $le[$_ + 1] } 0 .. $#le - 2;
+        push @bad, "a count falls" if grep { $n[$_] > $n[$_ + 1] } 0 .. $#n - 1;
+        push @bad, "+Inf $n[-1] is not the count $count" unless $n[-1] == $count;
+        push @bad, "count $count under the routed requests"
+            if $count < $r{'status="MISS"'} + $r{'status="HIT"'} + $r{'status="SPILL"'};
+        push @bad, "no time held" unless $sum > 0;
+        push @bad, "first bound $le[0]" unless $le[0] eq "0.000000255";
+        @bad ? CORE::join("\n", @bad) . "\n" : "a histogram\n" }]]
+--- response_body_like eval
+["^b[12]\n\$", "^b[12]\n\$", "^a histogram\n\$"]
+
+
+
+=== TEST 20: ?check=1 adds each upstream's index_errors to the Prometheus text, 0 for a sound index; without it there is none
+--- request eval
+["GET /status?format=prometheus&check=1", "GET /status?format=prometheus"]
+--- response_body_like eval
+[qr/# TYPE nginx_prefix_route_index_errors gauge\nnginx_prefix_route_index_errors\{upstream="llm"\} 0\nnginx_prefix_route_index_errors\{upstream="other"\} 0\n/,
+ qr/\A(?![\s\S]*index_errors)/]

@@ -299,7 +299,7 @@ range; a 400.
  'cached_tok\z', 'cached_tokens":101\}\}\}\z', '99999999999999999999',
  '"error":"bad"',
  '\A-\n-\n-\n-\n-\n-\n\z',
- '"models":\[\],.*"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\}']
+ '"models":\[\],.*"feedback_responses":0,"reported_prompt_tokens":0,"reported_cached_tokens":0,"predicted_cached_tokens":0,"feedback_agreed":0,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probes":0,"probe_failures":0,"probe_restarts":0\}']
 
 
 
@@ -325,7 +325,7 @@ of their 250 tokens, as the index predicted.
  "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
 --- response_body_like eval
 ["", "", "", "",
- '"feedback_responses":4,"reported_prompt_tokens":1000,"reported_cached_tokens":480,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":4,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\}']
+ '"feedback_responses":4,"reported_prompt_tokens":1000,"reported_cached_tokens":480,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":4,"feedback_under":0,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probes":0,"probe_failures":0,"probe_restarts":0\}']
 
 
 
@@ -346,7 +346,7 @@ dropping b, a MISS again too (TEST 25).
  "X-Prefix-Route: MISS 0 \\d+", "X-Prefix-Route: MISS 0 \\d+", "", ""]
 --- response_body_like eval
 ["", "", "", "", "",
- '"feedback_responses":5,"reported_prompt_tokens":1250,"reported_cached_tokens":0,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":4,"feedback_under":1,"feedback_over":0,"feedback_dropped":[1-9]\d*,"learned_capacity":[1-9]\d*,"probe_failures":0,"probe_restarts":0\}',
+ '"feedback_responses":5,"reported_prompt_tokens":1250,"reported_cached_tokens":0,"predicted_cached_tokens":[1-9]\d*,"feedback_agreed":4,"feedback_under":1,"feedback_over":0,"feedback_dropped":[1-9]\d*,"learned_capacity":[1-9]\d*,"probes":0,"probe_failures":0,"probe_restarts":0\}',
  qr/\[info\] .*prefix_route: 127\.0\.0\.1:\d+ held 0 of [1-9]\d* cached tokens predicted, an eviction: [1-9]\d* index pairs recorded before the prefix dropped/]
 
 
@@ -361,7 +361,7 @@ The requests of TEST 7: the engine's "none" is counted, a stays a HIT.
  "X-Prefix-Route: HIT [1-9]\\d* \\d+", "", ""]
 --- response_body_like eval
 ["", "", "", "",
- '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\}',
+ '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probes":0,"probe_failures":0,"probe_restarts":0\}',
  qr/\A(?!.*an eviction)/s]
 
 
@@ -383,7 +383,7 @@ $::Config . ::fan("/two", ::chat_body([::sys(::text("sys a", 900)), ::user(::tex
 ["X-Prefix-Route: MISS 0 \\d+", "", "X-Prefix-Route: HIT [1-9]\\d* \\d+", ""]
 --- response_body_like eval
 ['"cached_tokens":0', '"cached_tokens":0.*"cached_tokens":0', '"cached_tokens":0',
- '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\}']
+ '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probes":0,"probe_failures":0,"probe_restarts":0\}']
 
 
 
@@ -640,7 +640,7 @@ other blocks: a stays a HIT, as with feedback=on (TEST 8).  nginx -t warns
  "X-Prefix-Route: HIT [1-9]\\d* \\d+", "", ""]
 --- response_body_like eval
 ["", "", "", "",
- '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probe_failures":0,"probe_restarts":0\}',
+ '"feedback_responses":4,.*"feedback_under":2,"feedback_over":0,"feedback_dropped":0,"learned_capacity":0,"probes":0,"probe_failures":0,"probe_restarts":0\}',
  qr/\A(?!.*index pairs recorded before)/s]
 
 

@@ -137,7 +137,7 @@ run_tests();
 
 __DATA__
 
-=== TEST 1: the engines' gauges reach the status, in JSON and Prometheus, by each engine's names
+=== TEST 1: the engines' gauges reach the status, in JSON and Prometheus, by each engine's names, and the probes are counted
 b1 is vLLM, b2 SGLang, b3 TGI (no KV gauge), b4 llama.cpp.
 --- http_config eval
 ::probed($::Probe, 1 .. 4)
@@ -149,7 +149,7 @@ b1 is vLLM, b2 SGLang, b3 TGI (no KV gauge), b4 llama.cpp.
 ["GET /sleep", "GET /status", "GET /status?format=prometheus"]
 --- response_body_like eval
 ["ok",
- qr/"name":"127\.0\.0\.1:\d+","server":"[^"]*","state":"up",[^{}]*"probe_failures":0,"probe_restarts":0,"engine":\{"waiting":5,"running":2,"age_ms":\d+,"kv_cache_usage":0\.250\}\}.*"engine":\{"waiting":3,"running":4,"age_ms":\d+,"kv_cache_usage":0\.500\}\}.*"engine":\{"waiting":1,"running":6,"age_ms":\d+\}\}.*"engine":\{"waiting":0,"running":1,"age_ms":\d+\}\}/s,
+ qr/"name":"127\.0\.0\.1:\d+","server":"[^"]*","state":"up",[^{}]*"probes":[1-9]\d*,"probe_failures":0,"probe_restarts":0,"engine":\{"waiting":5,"running":2,"age_ms":\d+,"kv_cache_usage":0\.250\}\}.*"engine":\{"waiting":3,"running":4,"age_ms":\d+,"kv_cache_usage":0\.500\}\}.*"engine":\{"waiting":1,"running":6,"age_ms":\d+\}\}.*"engine":\{"waiting":0,"running":1,"age_ms":\d+\}\}/s,
  qr/nginx_prefix_route_peer_engine_waiting_requests\{upstream="llm",peer="127\.0\.0\.1:\d+"\} 5\n.*nginx_prefix_route_peer_engine_kv_cache_usage_ratio\{upstream="llm",peer="127\.0\.0\.1:\d+"\} 0\.250\n/s]
 
 
@@ -160,11 +160,11 @@ b1 is vLLM, b2 SGLang, b3 TGI (no KV gauge), b4 llama.cpp.
 --- request eval
 ["GET /sleep", "GET /status"]
 --- response_body_like eval
-["ok", qr/\A(?!.*"engine").*"probe_failures":0.*\z/s]
+["ok", qr/\A(?!.*"engine")(?!.*"probes":[1-9]).*"probes":0,"probe_failures":0.*\z/s]
 
 
 
-=== TEST 3: a server whose probes fail is passed over, by the cost model and by round robin, and the status says "unhealthy"
+=== TEST 3: a server whose probes fail is passed over, by the cost model and by round robin, and the status says "unhealthy", all its probes failed
 b2's page answers 503.  Of 6 new prompts and 3 bodies that cannot be read
 (balanced by round robin), none goes to b2.
 --- http_config eval
@@ -174,7 +174,7 @@ b2's page answers 503.  Of 6 new prompts and 3 bodies that cannot be read
  ("POST /v1/chat/completions\nnot json") x 3, "GET /status", "GET /log"]
 --- response_body_like eval
 ["ok", ("^b1\n\\z") x 9,
- qr/"fail_open":0,.*"state":"up".*"state":"unhealthy","inflight":0,[^{}]*"probe_failures":[1-9]\d*,/s,
+ qr/"fail_open":0,.*"state":"up",[^{}]*"probes":[1-9]\d*,"probe_failures":0,.*"state":"unhealthy","inflight":0,[^{}]*"probes":([1-9]\d*),"probe_failures":\1,/s,
  qr/\[warn\] .*prefix_route: 2 probes failed in a row \(answered with status 503, not 2xx\), the server is passed over until one is answered while probing server 127\.0\.0\.1:\d+ at "\/metrics"/]
 --- no_error_log
 [alert]
