@@ -3536,9 +3536,15 @@ ngx_http_prefix_route_count(void *data)
         (void) ngx_atomic_fetch_add(&sh->bypassed[ctx->bypass], 1);
     }
 
-    /* a request no server took has no place in the hit rate */
+    /*
+     * a request no server took has no place in the hit rate, nor one
+     * round robin took after its prompt was read ("lists_changed")
+     */
 
-    if (ctx->len && ctx->status != NGX_HTTP_PREFIX_ROUTE_NONE) {
+    if (ctx->len
+        && ctx->status != NGX_HTTP_PREFIX_ROUTE_NONE
+        && ctx->status != NGX_HTTP_PREFIX_ROUTE_BYPASS)
+    {
         (void) ngx_atomic_fetch_add(&sh->prompt_bytes, ctx->len);
         (void) ngx_atomic_fetch_add(&sh->matched_bytes, ctx->match);
         (void) ngx_atomic_fetch_add(&sh->longest_bytes, ctx->longest);

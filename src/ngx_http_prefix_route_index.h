@@ -76,7 +76,7 @@ extern ngx_str_t  ngx_http_prefix_route_status_names[];
 
 /*
  * Why a request is BYPASS: $prefix_route_bypass and the keys of the
- * bypassed counters; each is a line of docs/reference.md's "Messages"
+ * bypassed counters (docs/reference.md, "Embedded Variables")
  */
 typedef enum {
     NGX_HTTP_PREFIX_ROUTE_NO_BODY = 0,          /* none, or empty */

@@ -1324,7 +1324,7 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
 
     p = ngx_sprintf(p, "# HELP nginx_prefix_route_bypassed_total "
                        "BYPASS requests by why the module did not route "
-                       "them (docs/reference.md, \"Messages\").\n"
+                       "them, the words of $prefix_route_bypass.\n"
                        "# TYPE nginx_prefix_route_bypassed_total counter\n");
 
     for (i = 0; i < stats->nelts; i++) {
@@ -1339,19 +1339,24 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
 
     p = ngx_http_prefix_route_status_lock(p, stats);
 
-    /* "check=1" walks every upstream's index, or none */
+    /* "check=1": as in JSON, no sample where the walk had no memory */
 
-    if (stats->nelts && st[0].errors >= 0) {
-        p = ngx_sprintf(p, "# HELP nginx_prefix_route_index_errors "
-                           "Inconsistencies a walk of the index found "
-                           "(?check=1 only): a bug, please report it.\n"
-                           "# TYPE nginx_prefix_route_index_errors gauge\n");
-
-        for (i = 0; i < stats->nelts; i++) {
-            p = ngx_sprintf(p, "nginx_prefix_route_index_errors"
-                               "{upstream=\"%V\"} %i\n",
-                            st[i].name, st[i].errors);
+    for (i = 0, n = 0; i < stats->nelts; i++) {
+        if (st[i].errors < 0) {
+            continue;
         }
+
+        if (n++ == 0) {
+            p = ngx_sprintf(p, "# HELP nginx_prefix_route_index_errors "
+                               "Inconsistencies a walk of the index found "
+                               "(?check=1 only): a bug, please report it.\n"
+                               "# TYPE nginx_prefix_route_index_errors "
+                               "gauge\n");
+        }
+
+        p = ngx_sprintf(p, "nginx_prefix_route_index_errors"
+                           "{upstream=\"%V\"} %i\n",
+                        st[i].name, st[i].errors);
     }
 
     p = ngx_sprintf(p, "# HELP nginx_prefix_route_peer_state "
