@@ -177,6 +177,9 @@ static u_char *ngx_http_prefix_route_status_html(u_char *p,
     ngx_array_t *stats);
 static u_char *ngx_http_prefix_route_status_help(u_char *p,
     ngx_http_prefix_route_field_t *f);
+static u_char *ngx_http_prefix_route_status_by(u_char *p, ngx_array_t *stats,
+    char *metric, char *help, char *label, ngx_str_t *names, ngx_uint_t n,
+    size_t off);
 static u_char *ngx_http_prefix_route_status_lock(u_char *p,
     ngx_array_t *stats);
 static u_char *ngx_http_prefix_route_status_percent(u_char *p, uint64_t part,
@@ -1308,34 +1311,18 @@ ngx_http_prefix_route_status_prometheus(u_char *p, ngx_array_t *stats)
         }
     }
 
-    p = ngx_sprintf(p, "# HELP nginx_prefix_route_requests_total "
-                       "Requests by $prefix_route_status.\n"
-                       "# TYPE nginx_prefix_route_requests_total counter\n");
+    p = ngx_http_prefix_route_status_by(p, stats, "requests_total",
+                            "Requests by $prefix_route_status.", "status",
+                            ngx_http_prefix_route_status_names,
+                            NGX_HTTP_PREFIX_ROUTE_NSTATUS,
+                            offsetof(ngx_http_prefix_route_stat_t, requests));
 
-    for (i = 0; i < stats->nelts; i++) {
-        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_NSTATUS; k++) {
-            p = ngx_sprintf(p, "nginx_prefix_route_requests_total"
-                               "{upstream=\"%V\",status=\"%V\"} %uL\n",
-                            st[i].name,
-                            &ngx_http_prefix_route_status_names[k],
-                            st[i].requests[k]);
-        }
-    }
-
-    p = ngx_sprintf(p, "# HELP nginx_prefix_route_bypassed_total "
-                       "BYPASS requests by why the module did not route "
-                       "them, the words of $prefix_route_bypass.\n"
-                       "# TYPE nginx_prefix_route_bypassed_total counter\n");
-
-    for (i = 0; i < stats->nelts; i++) {
-        for (k = 0; k < NGX_HTTP_PREFIX_ROUTE_NBYPASS; k++) {
-            p = ngx_sprintf(p, "nginx_prefix_route_bypassed_total"
-                               "{upstream=\"%V\",reason=\"%V\"} %uL\n",
-                            st[i].name,
-                            &ngx_http_prefix_route_bypass_names[k],
-                            st[i].bypassed[k]);
-        }
-    }
+    p = ngx_http_prefix_route_status_by(p, stats, "bypassed_total",
+                            "BYPASS requests by why the module did not route "
+                            "them, the words of $prefix_route_bypass.",
+                            "reason", ngx_http_prefix_route_bypass_names,
+                            NGX_HTTP_PREFIX_ROUTE_NBYPASS,
+                            offsetof(ngx_http_prefix_route_stat_t, bypassed));
 
     p = ngx_http_prefix_route_status_lock(p, stats);
 
@@ -1670,6 +1657,39 @@ ngx_http_prefix_route_status_html(u_char *p, ngx_array_t *stats)
     return ngx_cpymem(p, "</body></html>\n", 15);
 }
 
+
+/*
+ * A Prometheus counter of each upstream by a label of its own: "names"
+ * are the label's "n" values, "off" where their counts begin in
+ * ngx_http_prefix_route_stat_t.
+ */
+
+static u_char *
+ngx_http_prefix_route_status_by(u_char *p, ngx_array_t *stats, char *metric,
+    char *help, char *label, ngx_str_t *names, ngx_uint_t n, size_t off)
+{
+    uint64_t                      *v;
+    ngx_uint_t                     i, k;
+    ngx_http_prefix_route_stat_t  *st;
+
+    st = stats->elts;
+
+    p = ngx_sprintf(p, "# HELP nginx_prefix_route_%s %s\n"
+                       "# TYPE nginx_prefix_route_%s counter\n",
+                    metric, help, metric);
+
+    for (i = 0; i < stats->nelts; i++) {
+        v = (uint64_t *) ((u_char *) &st[i] + off);
+
+        for (k = 0; k < n; k++) {
+            p = ngx_sprintf(p, "nginx_prefix_route_%s"
+                               "{upstream=\"%V\",%s=\"%V\"} %uL\n",
+                            metric, st[i].name, label, &names[k], v[k]);
+        }
+    }
+
+    return p;
+}
 
 /*
  * The zone mutex hold times of lock_hold_ns_log2 as a Prometheus
