@@ -448,11 +448,11 @@ ngx_http_prefix_route_status_handler(ngx_http_request_t *r)
  * A snapshot of every prefix_route upstream: the counters are read without
  * a lock, the index and peer figures under the zone mutex, one zone at a
  * time.  *size is set to a bound on the output in any format: a line for
- * each figure of an upstream, each status and 4 more, and 12 more than
- * its figures for a peer, each with the names (6 times their length once
- * escaped for HTML), a metric name or a HELP text (under 128 bytes) and a
- * figure (NGX_INT64_LEN); the HELP lines (256 bytes each) and the HTML
- * page's head.
+ * each figure of an upstream, each status, BYPASS reason and lock hold
+ * bucket, and 4 more, and 12 more than its figures for a peer, each with
+ * the names (6 times their length once escaped for HTML), a metric name
+ * or a HELP text (under 128 bytes) and a figure (NGX_INT64_LEN); the HELP
+ * lines (256 bytes each) and the HTML page's head.
  */
 
 static ngx_int_t
@@ -542,8 +542,6 @@ ngx_http_prefix_route_status_collect(ngx_http_request_t *r,
 
         st->name = &uscfp[i]->host;
         st->zone = &prcf->shm_zone->shm.name;
-
-        /* a line a figure, request status, reason, bucket and four more */
 
         *size += (NGX_HTTP_PREFIX_ROUTE_U_N + NGX_HTTP_PREFIX_ROUTE_NSTATUS
                   + NGX_HTTP_PREFIX_ROUTE_NBYPASS + 32 + 4)
