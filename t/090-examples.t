@@ -1,5 +1,6 @@
 # The example configurations in examples/ pass "nginx -t", and copies of
-# them with a mistake do not.
+# them with a mistake do not; its alerting rules pass promtool and their
+# cases (t/090-alerts.yml).
 #
 # The examples are complete nginx.conf files written for /etc/nginx.  Each
 # is copied under the server root ($TEST_NGINX_SERVROOT/examples) with only
@@ -193,6 +194,26 @@ for my $path (@Examples) {
     isnt($rc, 0, "$name without the module: nginx -t fails");
     like($out, qr/\[emerg\].*unknown directive "prefix_route"/,
          "$name without the module: nginx -t names prefix_route");
+}
+
+# the alerting rules: promtool checks them and runs their cases
+# (t/090-alerts.yml).  promtool is Debian's prometheus, of "make check"'s
+# packages, not of "make test"'s: without it the two are skipped, said so
+SKIP: {
+    my $promtool = `command -v promtool 2>/dev/null`;
+    chomp $promtool;
+    skip "promtool not installed (Debian package prometheus)", 2
+        unless $promtool;
+
+    my $rules = "$ExamplesDir/prometheus-alerts.yml";
+    my $out = `$promtool check rules $rules 2>&1`;
+    is($?, 0, "prometheus-alerts.yml: promtool check rules accepts it")
+        or diag($out);
+
+    $out = `$promtool test rules $FindBin::Bin/090-alerts.yml 2>&1`;
+    is($?, 0, "prometheus-alerts.yml: each alert fires on its cases, "
+              . "after its \"for\", and on no healthy upstream")
+        or diag($out);
 }
 
 remove_tree($Prefix) unless $ENV{TEST_NGINX_NO_CLEAN};
