@@ -2314,8 +2314,9 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
 
         case NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY:
             ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
-                          "prefix_route: no memory for a prompt of %uz "
-                          "bytes, round robin", x.max_prefix);
+                          "prefix_route: no memory to read a request body "
+                          "of %O bytes (max_prefix=%uz), round robin",
+                          x.size, x.max_prefix);
             break;
 
         default: /* NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT */

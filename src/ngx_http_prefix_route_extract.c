@@ -86,6 +86,7 @@ static size_t      ngx_http_prefix_route_json_left;
 static size_t      ngx_http_prefix_route_json_low;     /* of left */
 static ngx_uint_t  ngx_http_prefix_route_json_limited;
 static ngx_uint_t  ngx_http_prefix_route_json_refused;
+static ngx_uint_t  ngx_http_prefix_route_json_failed;  /* an allocation */
 
 static void     *(*ngx_http_prefix_route_json_alloc)(size_t size) = malloc;
 static void      (*ngx_http_prefix_route_json_release)(void *p) = free;
@@ -262,6 +263,7 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     ngx_http_prefix_route_json_low = x->budget;
     ngx_http_prefix_route_json_limited = 1;
     ngx_http_prefix_route_json_refused = 0;
+    ngx_http_prefix_route_json_failed = 0;
 
     /* jansson leaves the error unset when an allocation fails */
     ngx_memzero(&err, sizeof(json_error_t));
@@ -279,6 +281,13 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
 
         if (pr.late) {
             x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_TIME;
+            return NGX_DECLINED;
+        }
+
+        /* the body may well be JSON: the worker, not the client, failed */
+
+        if (ngx_http_prefix_route_json_failed) {
+            x->error = NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY;
             return NGX_DECLINED;
         }
 
@@ -691,6 +700,7 @@ ngx_http_prefix_route_json_malloc(size_t size)
     p = ngx_http_prefix_route_json_alloc(size
                                          + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER);
     if (p == NULL) {
+        ngx_http_prefix_route_json_failed = 1;
         return NULL;
     }
 

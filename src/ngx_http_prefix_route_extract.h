@@ -54,7 +54,8 @@ typedef enum {
                                                 max_parse */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_JSON,      /* not JSON jansson reads */
     NGX_HTTP_PREFIX_ROUTE_EXTRACT_NO_PROMPT, /* none of the shapes */
-    NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY     /* no memory for buf, hash */
+    NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY     /* no memory for buf, hash or
+                                                jansson's parse */
 } ngx_http_prefix_route_extract_e;
 
 

@@ -61,6 +61,7 @@ static ngx_uint_t   test_own;       /* the stage's buffers, not out's */
 static ngx_uint_t   test_chunked;   /* an empty last buffer, as nginx's
                                        chunked body filter appends */
 static ngx_uint_t   test_jansson;   /* jansson's allocations so far */
+static ngx_uint_t   test_oom;       /* jansson's allocations fail */
 
 
 /* jansson's allocator, counting: a body the fast path reads takes none */
@@ -70,7 +71,7 @@ test_alloc(size_t size)
 {
     test_jansson++;
 
-    return malloc(size);
+    return test_oom ? NULL : malloc(size);
 }
 
 
@@ -322,6 +323,23 @@ main(void)
             && a->x.json_error != 0 && a->x.position > 0,
             "a body cut short is declined: not JSON, with jansson's error "
             "and its byte");
+
+    /*
+     * jansson's first allocation fails (the worker's memory, not the
+     * body): an escaped key leaves the body to jansson
+     */
+
+    body = (u_char *) "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+                      "\"content\":\"hello\"}],\"\\u0061\":1}";
+    test_oom = 1;
+    test_extract(body, ngx_strlen(body), 1, 0, a);
+    test_oom = 0;
+    test_extract(body, ngx_strlen(body), 1, 0, b);
+    test_ok(a->rc == NGX_DECLINED && a->x.jansson
+            && a->x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY
+            && b->rc == NGX_OK && b->x.jansson,
+            "a body jansson has no memory to parse is declined: memory, "
+            "not JSON; read once memory is had");
 
     body = (u_char *) "{\"model\":\"m\",\"input_text\":\"hello\"}";
     test_extract(body, ngx_strlen(body), 1, 0, a);
