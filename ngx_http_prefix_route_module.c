@@ -2253,6 +2253,9 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
     if (prcf->salt != NULL
         && ngx_http_complex_value(r, prcf->salt, &x.salt) != NGX_OK)
     {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "prefix_route: no memory for prefix_route_salt's "
+                      "value, round robin");
         return;
     }
 
@@ -2333,6 +2336,9 @@ ngx_http_prefix_route_prepare(ngx_http_request_t *r,
 
     ctx->hash = ngx_palloc(r->pool, x.nblocks * sizeof(uint64_t));
     if (ctx->hash == NULL) {
+        ngx_log_error(NGX_LOG_ERR, r->connection->log, 0,
+                      "prefix_route: no memory for the hashes of %uz "
+                      "blocks, round robin", x.nblocks);
         return;
     }
 

@@ -755,9 +755,6 @@ ngx_http_prefix_route_extract_reason(int code)
 {
     switch (code) {
 
-    case json_error_out_of_memory:
-        return "out of memory";
-
     case json_error_stack_overflow:
         return "nested too deep";
 
@@ -772,9 +769,6 @@ ngx_http_prefix_route_extract_reason(int code)
 
     case json_error_invalid_syntax:
         return "invalid syntax";
-
-    case json_error_null_character:
-        return "a NUL character";
 
     case json_error_null_byte_in_key:
         return "a NUL byte in a key";
