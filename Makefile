@@ -45,7 +45,7 @@ BENCH_PORT ?=   21000
 MODULES_DIR ?=  /usr/lib/nginx/modules
 RUN =           NGINX_BIN=$(NGINX_BIN) ECHO_MODULE=$(ECHO_SO)
 
-.PHONY: all help deps check-deps test unit-test nginx-test sim-test \
+.PHONY: all help deps check-deps test unit-test nginx-test sim-test docs-test \
         asan-report demo install clean bench bench-feedback bench-probes \
         bench-extract bench-mend fuzz fuzz-regress fuzz-test check valgrind \
         browser-check stress deb deb-check e2e soak compat-test \
@@ -121,10 +121,11 @@ $(MODULE): $(NGX_BUILD)/objs/Makefile FORCE
 $(NGX_BUILD)/objs/nginx: $(NGX_BUILD)/objs/Makefile
 	$(MAKE) -C $(NGX_BUILD) -f objs/Makefile binary
 
-## make test            unit tests, the simulator's, 20 s of fuzzing, t/
+## make test            unit tests, the simulator's, 20 s of fuzzing, t/,
+##                      reference.md against the code (docs-test)
 ## make test TEST_NGINX_LIB=dir   t/ under the real Test::Nginx (its lib/)
 ## make test ASAN=1     the same with the module built with ASan
-test: deps unit-test sim-test fuzz-test nginx-test \
+test: deps unit-test sim-test fuzz-test docs-test nginx-test \
       $(if $(filter 1,$(ASAN)),asan-report)
 
 # t/tools/prove-check: a run that finds no test fails too
@@ -149,6 +150,10 @@ compat-sources: $(COMPAT_SRC)/configure $(ECHO_SRC)/config
 
 sim-test:
 	bench/sim/selftest
+
+# every log line and its level, variable and metric in reference.md
+docs-test:
+	t/tools/docs-check
 
 asan-report:
 	@t/tools/asan-report $(ASAN_LOG_DIR)
