@@ -29,7 +29,9 @@
  *     bytes, the key cut to them, the same seed, a prefix of the hashes;
  *   - when jansson runs out of memory during the walk (its n-th allocation
  *     fails), the output is still a prefix of the canonical prompt and
- *     nothing leaks.
+ *     nothing leaks; so too through the stage, whose parse may fail then
+ *     (no memory), and through the usage reader: jansson, built with
+ *     ASan, is never let go on past a failed allocation.
  *
  * The same bytes are also read as an engine's response by the usage
  * reader (src/ngx_http_prefix_route_usage.c), whole and in those pieces:
@@ -91,7 +93,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void fuzz_extract(const uint8_t *data, size_t size, size_t piece,
-    uint64_t h, json_t *again);
+    uint64_t h, json_t *again, ngx_uint_t nomem);
 static void fuzz_scan(const uint8_t *data, size_t size, size_t cap,
     json_t *again);
 static void fuzz_build(json_t *root, size_t size, size_t block,
@@ -162,7 +164,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* as the module reads a body: the stage itself */
 
-    fuzz_extract(data, size, piece, h, again);
+    fuzz_extract(data, size, piece, h, again, 0);
+
+    /* and with one of jansson's allocations failing, parse or walk */
+
+    fuzz_extract(data, size, piece, h, again, 1 + (h >> 40) % FUZZ_NOMEM);
 
     /*
      * the fast path against jansson's tree, with a small cap, the default
@@ -233,7 +239,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 static void
 fuzz_extract(const uint8_t *data, size_t size, size_t piece, uint64_t h,
-    json_t *again)
+    json_t *again, ngx_uint_t nomem)
 {
     off_t                             offset;
     size_t                            n, i, pieces;
@@ -301,11 +307,40 @@ fuzz_extract(const uint8_t *data, size_t size, size_t piece, uint64_t h,
     ngx_str_null(&x.salt);
     x.cache_salt = 0;
 
+    fuzz_nomem_at = nomem;
     rc = ngx_http_prefix_route_extract(&x, pieces ? chain : NULL);
+    fuzz_nomem_at = 0;
 
     if (fuzz_file.offset != offset) {
         fprintf(stderr, "prompt_fuzzer: the stage moved the file's offset\n");
         abort();
+    }
+
+    if (nomem) {
+
+        /* any decline; a prompt read is a prefix of the reference's */
+
+        if (rc == NGX_OK) {
+
+            if (again == NULL) {
+                fprintf(stderr, "prompt_fuzzer: out of memory, the stage "
+                        "read a body that json_loadb() refused\n");
+                abort();
+            }
+
+            fuzz_build(again, FUZZ_CAP, FUZZ_BLOCK, &ref);
+
+            if (x.len > ref.len || ngx_memcmp(x.buf, ref.buf, x.len) != 0) {
+                fprintf(stderr, "prompt_fuzzer: out of memory (allocation "
+                        "%u), the stage's prompt is not a prefix\n",
+                        (unsigned) nomem);
+                abort();
+            }
+
+            fuzz_free(&ref);
+        }
+
+        goto done;
     }
 
     if (again == NULL) {
@@ -692,6 +727,25 @@ fuzz_usage(const uint8_t *data, size_t size, size_t piece)
         fprintf(stderr, "prompt_fuzzer: usage out of range: %llu cached of "
                 "%llu\n", (unsigned long long) t[0].cached,
                 (unsigned long long) t[0].prompt);
+        abort();
+    }
+
+    /*
+     * jansson's allocation failing: an object it could not read is passed
+     * over as one that is not JSON, so the answer may be another object's,
+     * in range; no block left
+     */
+
+    fuzz_nomem_at = 1 + piece % FUZZ_NOMEM;
+    ngx_memzero(&t[1], sizeof(t[1]));
+    rc[1] = ngx_http_prefix_route_usage_parse(&u, &t[1]);
+    fuzz_nomem_at = 0;
+
+    if (rc[1] == NGX_OK
+        && (t[1].prompt > NGX_HTTP_PREFIX_ROUTE_USAGE_MAX
+            || t[1].cached > t[1].prompt))
+    {
+        fprintf(stderr, "prompt_fuzzer: usage out of memory out of range\n");
         abort();
     }
 

@@ -7,6 +7,7 @@
 #include <ngx_config.h>
 #include <ngx_core.h>
 #include <jansson.h>
+#include <setjmp.h>
 
 #if (NGX_LINUX) && defined(__GLIBC__)
 #include <malloc.h>
@@ -28,19 +29,46 @@
  */
 #define NGX_HTTP_PREFIX_ROUTE_JSON_TRIM     (32 * 1024 * 1024)
 
-/* room before each jansson allocation for its size, keeping alignment */
-#define NGX_HTTP_PREFIX_ROUTE_JSON_HEADER   16
+/*
+ * What precedes each jansson allocation: while a parse is guarded, its
+ * links among the parse's blocks (all dropped at once if an allocation
+ * fails); without glibc's malloc_usable_size(), its size too.  The room
+ * is rounded up to keep jansson's alignment: 16 bytes with glibc, as
+ * before the links, when the size alone was kept there
+ */
+typedef struct ngx_http_prefix_route_json_block_s
+    ngx_http_prefix_route_json_block_t;
+
+struct ngx_http_prefix_route_json_block_s {
+#if !((NGX_LINUX) && defined(__GLIBC__))
+    size_t                               size;
+#endif
+    ngx_http_prefix_route_json_block_t  *prev;    /* NULL: not linked */
+    ngx_http_prefix_route_json_block_t  *next;
+};
+
+#define NGX_HTTP_PREFIX_ROUTE_JSON_HEADER                                    \
+    ngx_align(sizeof(ngx_http_prefix_route_json_block_t), 16)
 
 /*
- * What an allocation of "size" bytes for jansson takes of the heap, as the
- * budget counts it: with the header, in a glibc chunk (the request and
- * its 8-byte size field rounded up to 16, 32 at least: malloc/malloc.c,
- * request2size()).  Counting "size" alone, the budget let a body of empty
- * arrays grow a worker 1.5 times past it (helper-64)
+ * What an allocation of "size" bytes for jansson, block b, takes of the
+ * heap, as the budget counts it: with the header, a glibc chunk (what
+ * malloc_usable_size() gives and the chunk's 8-byte size field: the
+ * request and that field rounded up to 16, 32 at least, malloc/malloc.c,
+ * request2size(); page-rounded for an mmap()ed one); elsewhere the same
+ * reckoned from the size.  Counting "size" alone, the budget let a body
+ * of empty arrays grow a worker 1.5 times past it (helper-64)
  */
-#define ngx_http_prefix_route_json_charge(size)                              \
+#if (NGX_LINUX) && defined(__GLIBC__)
+#define ngx_http_prefix_route_json_charge(b, size)                           \
+    (malloc_usable_size(b) + sizeof(size_t))
+#define ngx_http_prefix_route_json_keep(b, size)
+#else
+#define ngx_http_prefix_route_json_charge(b, size)                           \
     ngx_max(ngx_align((size) + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER             \
                       + sizeof(size_t), 16), 32)
+#define ngx_http_prefix_route_json_keep(b, sz)  (b)->size = (sz)
+#endif
 
 
 /* where the reader is in the body's buffer chain */
@@ -87,6 +115,11 @@ static size_t      ngx_http_prefix_route_json_low;     /* of left */
 static ngx_uint_t  ngx_http_prefix_route_json_limited;
 static ngx_uint_t  ngx_http_prefix_route_json_refused;
 static ngx_uint_t  ngx_http_prefix_route_json_failed;  /* an allocation */
+
+/* a guarded parse: where a failed allocation jumps, and the parse's blocks */
+static ngx_uint_t                          ngx_http_prefix_route_json_guarded;
+static jmp_buf                             ngx_http_prefix_route_json_jump;
+static ngx_http_prefix_route_json_block_t  ngx_http_prefix_route_json_live;
 
 static void     *(*ngx_http_prefix_route_json_alloc)(size_t size) = malloc;
 static void      (*ngx_http_prefix_route_json_release)(void *p) = free;
@@ -263,13 +296,9 @@ ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     ngx_http_prefix_route_json_low = x->budget;
     ngx_http_prefix_route_json_limited = 1;
     ngx_http_prefix_route_json_refused = 0;
-    ngx_http_prefix_route_json_failed = 0;
 
-    /* jansson leaves the error unset when an allocation fails */
-    ngx_memzero(&err, sizeof(json_error_t));
-
-    root = json_load_callback(ngx_http_prefix_route_read, &body,
-                              JSON_ALLOW_NUL, &err);
+    root = ngx_http_prefix_route_json_load(NULL, 0, ngx_http_prefix_route_read,
+                                           &body, JSON_ALLOW_NUL, &err);
 
     if (root == NULL) {
         ngx_http_prefix_route_json_end(x->budget);
@@ -671,19 +700,33 @@ ngx_http_prefix_route_read(void *buffer, size_t buflen, void *data)
 static void *
 ngx_http_prefix_route_json_malloc(size_t size)
 {
-    size_t   charge;
-    u_char  *p;
+    size_t                               charge;
+    ngx_http_prefix_route_json_block_t  *b, *live;
+
+    b = ngx_http_prefix_route_json_alloc(size
+                                         + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER);
+    if (b == NULL) {
+        ngx_http_prefix_route_json_failed = 1;
+
+        if (ngx_http_prefix_route_json_guarded) {
+            longjmp(ngx_http_prefix_route_json_jump, 1);
+        }
+
+        return NULL;
+    }
+
+    ngx_http_prefix_route_json_keep(b, size);
 
     if (ngx_http_prefix_route_json_limited) {
 
         /*
          * Past the budget the parse is stopped by the read callback, at
-         * most one 1 KiB read later, not by a failed allocation: jansson
-         * 2.14's lexer ignores a failure to grow a string's buffer and
-         * then reads and writes past it (fuzz/regress/jansson-oom-*)
+         * most one 1 KiB read later, not by a failed allocation: the
+         * parse would end at once, as a failed one, without the module's
+         * log line naming the budget
          */
 
-        charge = ngx_http_prefix_route_json_charge(size);
+        charge = ngx_http_prefix_route_json_charge(b, size);
 
         if (charge > ngx_http_prefix_route_json_left) {
             ngx_http_prefix_route_json_refused = 1;
@@ -697,16 +740,74 @@ ngx_http_prefix_route_json_malloc(size_t size)
                                                ngx_http_prefix_route_json_left);
     }
 
-    p = ngx_http_prefix_route_json_alloc(size
-                                         + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER);
-    if (p == NULL) {
-        ngx_http_prefix_route_json_failed = 1;
+    if (ngx_http_prefix_route_json_guarded) {
+        live = &ngx_http_prefix_route_json_live;
+        b->prev = live->prev;
+        b->next = live;
+        live->prev->next = b;
+        live->prev = b;
+
+    } else {
+        b->prev = NULL;
+        b->next = NULL;
+    }
+
+    return (u_char *) b + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER;
+}
+
+
+json_t *
+ngx_http_prefix_route_json_load(const char *buf, size_t len,
+    json_load_callback_t read, void *data, size_t flags, json_error_t *err)
+{
+    json_t                              *root;
+    ngx_http_prefix_route_json_block_t  *live, *b, *next;
+
+    live = &ngx_http_prefix_route_json_live;
+    live->prev = live;
+    live->next = live;
+
+    ngx_http_prefix_route_json_failed = 0;
+
+    /* jansson leaves the error unset when an allocation fails */
+    ngx_memzero(err, sizeof(json_error_t));
+
+    if (setjmp(ngx_http_prefix_route_json_jump)) {
+
+        /* out of jansson, whose state is dropped whole: nothing of it runs */
+
+        ngx_http_prefix_route_json_guarded = 0;
+
+        for (b = live->next; b != live; b = next) {
+            next = b->next;
+            ngx_http_prefix_route_json_free((u_char *) b
+                                          + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER);
+        }
+
         return NULL;
     }
 
-    *(size_t *) p = size;
+    ngx_http_prefix_route_json_guarded = 1;
 
-    return p + NGX_HTTP_PREFIX_ROUTE_JSON_HEADER;
+    root = read ? json_load_callback(read, data, flags, err)
+                : json_loadb(buf, len, flags, err);
+
+    ngx_http_prefix_route_json_guarded = 0;
+
+    /*
+     * the tree's blocks stay linked among themselves, without the list's
+     * head, until jansson frees them
+     */
+
+    if (live->next != live) {
+        live->next->prev = live->prev;
+        live->prev->next = live->next;
+    }
+
+    live->prev = live;
+    live->next = live;
+
+    return root;
 }
 
 
@@ -733,20 +834,26 @@ ngx_http_prefix_route_json_end(size_t budget)
 static void
 ngx_http_prefix_route_json_free(void *p)
 {
-    u_char  *base;
+    ngx_http_prefix_route_json_block_t  *b;
 
     if (p == NULL) {
         return;
     }
 
-    base = (u_char *) p - NGX_HTTP_PREFIX_ROUTE_JSON_HEADER;
+    b = (ngx_http_prefix_route_json_block_t *)
+            ((u_char *) p - NGX_HTTP_PREFIX_ROUTE_JSON_HEADER);
+
+    if (b->prev) {
+        b->prev->next = b->next;
+        b->next->prev = b->prev;
+    }
 
     if (ngx_http_prefix_route_json_limited) {
         ngx_http_prefix_route_json_left +=
-                         ngx_http_prefix_route_json_charge(*(size_t *) base);
+                              ngx_http_prefix_route_json_charge(b, b->size);
     }
 
-    ngx_http_prefix_route_json_release(base);
+    ngx_http_prefix_route_json_release(b);
 }
 
 

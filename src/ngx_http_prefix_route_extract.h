@@ -10,6 +10,7 @@
 
 #include <ngx_config.h>
 #include <ngx_core.h>
+#include <jansson.h>
 
 
 /*
@@ -134,9 +135,10 @@ typedef struct {
 
 /*
  * Sets jansson's allocator for the process: "alloc" and "release" (malloc
- * and free, or a test's own) under the budget's accounting.  Call once,
- * before any jansson object exists: every one must be freed by the pair
- * that allocated it.
+ * and free, or a test's own that calls them: with glibc the budget reads
+ * malloc_usable_size() of each block) under the budget's accounting.
+ * Call once, before any jansson object exists: every one must be freed by
+ * the pair that allocated it.
  */
 void ngx_http_prefix_route_extract_init(void *(*alloc)(size_t size),
     void (*release)(void *p));
@@ -167,6 +169,17 @@ void ngx_http_prefix_route_extract_exit(void);
  */
 ngx_int_t ngx_http_prefix_route_extract(ngx_http_prefix_route_extract_t *x,
     ngx_chain_t *in);
+
+/*
+ * jansson's parse of buf (len bytes), or of what read() gives from data
+ * when read is not NULL, with jansson's flags: the tree, or NULL with err
+ * set.  jansson 2.14 cannot recover from an allocation that fails while
+ * it reads a string (it then reads and writes past the string's buffer),
+ * so such a failure jumps back out of jansson and every block the parse
+ * took is freed: NULL, with err zeroed.
+ */
+json_t *ngx_http_prefix_route_json_load(const char *buf, size_t len,
+    json_load_callback_t read, void *data, size_t flags, json_error_t *err);
 
 /*
  * What jansson's error "code" (enum json_error_code, x->json_error) says,

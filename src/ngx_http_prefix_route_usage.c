@@ -8,6 +8,7 @@
 #include <ngx_core.h>
 #include <jansson.h>
 
+#include "ngx_http_prefix_route_extract.h"
 #include "ngx_http_prefix_route_scan.h"
 #include "ngx_http_prefix_route_usage.h"
 
@@ -372,8 +373,10 @@ ngx_http_prefix_route_usage_cut(ngx_http_prefix_route_usage_t *u,
 
         s[-1] = '{';
 
-        cut = json_loadb((char *) s - 1, end - s + 1,
-                         JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL, &err);
+        cut = ngx_http_prefix_route_json_load((char *) s - 1, end - s + 1,
+                                              NULL, NULL,
+                                              JSON_DISABLE_EOF_CHECK
+                                              | JSON_ALLOW_NUL, &err);
 
         if (cut == NULL) {
             return NGX_DECLINED;
@@ -522,8 +525,9 @@ ngx_http_prefix_route_usage_json(u_char *p, u_char *last, ngx_uint_t object,
 
     /* JSON_ALLOW_NUL as for bodies: "\u0000" in a string is valid JSON */
 
-    usage = json_loadb((char *) p, last - p,
-                       JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL, &err);
+    usage = ngx_http_prefix_route_json_load((char *) p, last - p, NULL, NULL,
+                                            JSON_DISABLE_EOF_CHECK
+                                            | JSON_ALLOW_NUL, &err);
 
     if (usage == NULL) {
         return NGX_DECLINED;

@@ -61,7 +61,9 @@ static ngx_uint_t   test_own;       /* the stage's buffers, not out's */
 static ngx_uint_t   test_chunked;   /* an empty last buffer, as nginx's
                                        chunked body filter appends */
 static ngx_uint_t   test_jansson;   /* jansson's allocations so far */
-static ngx_uint_t   test_oom;       /* jansson's allocations fail */
+static ngx_uint_t   test_oom;       /* jansson's allocation this many
+                                       fails (1: the first), 0: none */
+static ngx_int_t    test_live;      /* jansson's blocks not freed */
 
 
 /* jansson's allocator, counting: a body the fast path reads takes none */
@@ -69,9 +71,24 @@ static ngx_uint_t   test_oom;       /* jansson's allocations fail */
 static void *
 test_alloc(size_t size)
 {
-    test_jansson++;
+    void  *p;
 
-    return test_oom ? NULL : malloc(size);
+    if (++test_jansson == test_oom) {
+        return NULL;
+    }
+
+    p = malloc(size);
+    test_live += (p != NULL);
+
+    return p;
+}
+
+
+static void
+test_free(void *p)
+{
+    test_live -= (p != NULL);
+    free(p);
 }
 
 
@@ -82,9 +99,9 @@ main(void)
     u_char        *body, *p, *head;
     size_t         len, i;
     test_out_t    *a, *b;
-    ngx_uint_t     ok;
+    ngx_uint_t     ok, n, nomem;
 
-    ngx_http_prefix_route_extract_init(test_alloc, free);
+    ngx_http_prefix_route_extract_init(test_alloc, test_free);
 
     f = tmpfile();
     a = malloc(sizeof(test_out_t));
@@ -331,15 +348,66 @@ main(void)
 
     body = (u_char *) "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
                       "\"content\":\"hello\"}],\"\\u0061\":1}";
+    test_jansson = 0;
     test_oom = 1;
     test_extract(body, ngx_strlen(body), 1, 0, a);
     test_oom = 0;
     test_extract(body, ngx_strlen(body), 1, 0, b);
     test_ok(a->rc == NGX_DECLINED && a->x.jansson
             && a->x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY
-            && b->rc == NGX_OK && b->x.jansson,
+            && b->rc == NGX_OK && b->x.jansson && test_live == 0,
             "a body jansson has no memory to parse is declined: memory, "
             "not JSON; read once memory is had");
+
+    /*
+     * Each of jansson's allocations fails in turn, those of a 5,000-byte
+     * string's buffer among them (jansson 2.14 then reads and writes past
+     * it, were it let go on): memory while it parses, a prompt cut short
+     * while the walk writes, never a block left
+     */
+
+    len = 5000 + 256;
+    body = malloc(len);
+
+    if (body == NULL) {
+        printf("Bail out! no memory\n");
+        return 255;
+    }
+
+    head = (u_char *) "{\"model\":\"m\",\"\\u0061\":1,\"messages\":"
+                      "[{\"role\":\"system\",\"content\":\"";
+    p = ngx_cpymem(body, head, ngx_strlen(head));
+    ngx_memset(p, 'x', 5000);
+    p += 5000;
+    head = (u_char *) "\"},{\"role\":\"user\",\"content\":\"hi\"}]}";
+    p = ngx_cpymem(p, head, ngx_strlen(head));
+    len = p - body;
+
+    test_jansson = 0;
+    test_extract(body, len, 1, 0, b);
+    n = test_jansson;
+    ok = (b->rc == NGX_OK && n > 4);
+    nomem = 0;
+
+    for (i = 1; ok && i <= n; i++) {
+        test_jansson = 0;
+        test_oom = i;
+        test_extract(body, len, 1, 0, a);
+        test_oom = 0;
+
+        nomem += (a->rc == NGX_DECLINED
+                  && a->x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY);
+        ok = (test_live == 0
+              && ((a->rc == NGX_DECLINED
+                   && a->x.error == NGX_HTTP_PREFIX_ROUTE_EXTRACT_MEMORY)
+                  || (a->rc == NGX_OK && a->x.len <= b->x.len
+                      && ngx_memcmp(a->buf, b->buf, a->x.len) == 0)));
+    }
+
+    test_ok(ok && nomem > 1,
+            "an allocation of jansson's that fails, any one, leaves no block "
+            "and no error: memory, or a prompt cut short in the walk");
+    free(body);
 
     body = (u_char *) "{\"model\":\"m\",\"input_text\":\"hello\"}";
     test_extract(body, ngx_strlen(body), 1, 0, a);
