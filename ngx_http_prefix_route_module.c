@@ -334,6 +334,7 @@ static char *ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd,
     void *conf);
 static ngx_int_t ngx_http_prefix_route_duplicate(ngx_conf_t *cf,
     ngx_str_t *value, ngx_uint_t i);
+static void ngx_http_prefix_route_invalid(ngx_conf_t *cf, ngx_str_t *value);
 static ngx_int_t ngx_http_prefix_route_percent(ngx_str_t *value,
     size_t skip);
 static char *ngx_http_prefix_route_salt(ngx_conf_t *cf, ngx_command_t *cmd,
@@ -4756,8 +4757,7 @@ ngx_http_prefix_route(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             continue;
         }
 
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid parameter \"%V\"", &value[i]);
+        ngx_http_prefix_route_invalid(cf, &value[i]);
         return NGX_CONF_ERROR;
     }
 
@@ -4898,11 +4898,17 @@ ngx_http_prefix_route_duplicate(ngx_conf_t *cf, ngx_str_t *value,
     p = ngx_strlchr(value[i].data, value[i].data + value[i].len, '=');
     len = (p != NULL) ? (size_t) (p - value[i].data) : value[i].len;
 
+    /*
+     * a bare word matches only itself: "zone" after "zone=..." is a ";"
+     * missing before the next directive, not the parameter again
+     */
+
     for (j = 1; j < i; j++) {
 
         if (value[j].len >= len
             && ngx_strncmp(value[j].data, value[i].data, len) == 0
-            && (value[j].len == len || value[j].data[len] == '='))
+            && (value[j].len == len
+                || (p != NULL && value[j].data[len] == '=')))
         {
             ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
                                "duplicate parameter \"%V\"", &value[i]);
@@ -4911,6 +4917,26 @@ ngx_http_prefix_route_duplicate(ngx_conf_t *cf, ngx_str_t *value,
     }
 
     return NGX_OK;
+}
+
+
+/*
+ * An unknown parameter: one without "=" is most often the next directive
+ * after a missing ";" (prefix_route zone=llm:1m <newline> server ...).
+ */
+
+static void
+ngx_http_prefix_route_invalid(ngx_conf_t *cf, ngx_str_t *value)
+{
+    if (ngx_strlchr(value->data, value->data + value->len, '=') == NULL) {
+        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                           "invalid parameter \"%V\": is a \";\" missing "
+                           "before it?", value);
+        return;
+    }
+
+    ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
+                       "invalid parameter \"%V\"", value);
 }
 
 
@@ -5138,8 +5164,7 @@ ngx_http_prefix_route_probe(ngx_conf_t *cf, ngx_command_t *cmd, void *conf)
             return NGX_CONF_ERROR;
         }
 
-        ngx_conf_log_error(NGX_LOG_EMERG, cf, 0,
-                           "invalid parameter \"%V\"", &value[i]);
+        ngx_http_prefix_route_invalid(cf, &value[i]);
         return NGX_CONF_ERROR;
     }
 

@@ -941,3 +941,11 @@ more than one "server" line
 ["^b[12]\n\\z"]
 --- error_log eval
 qr/\[warn\] .*server "127\.0\.0\.1:\d+" is named by more than one "server" line of upstream "llm"/
+
+
+
+=== TEST 83: a ";" missing after prefix_route: the next directive's name is no duplicate of zone=, and the message says what is likely
+--- http_config eval: ::upstream("zone=llm:1m\n    zone peers 64k", 1)
+--- must_die
+--- error_log
+invalid parameter "zone": is a ";" missing before it?
