@@ -230,6 +230,8 @@ static void ngx_http_prefix_route_mend_due(ngx_http_prefix_route_index_t *idx,
     uint64_t late);
 static void ngx_http_prefix_route_each(ngx_cycle_t *cycle,
     void (*handler)(ngx_http_prefix_route_index_t *idx));
+static ngx_http_prefix_route_srv_conf_t *ngx_http_prefix_route_upstream(
+    ngx_cycle_t *cycle, ngx_uint_t *i);
 static void ngx_http_prefix_route_resolves(ngx_http_upstream_srv_conf_t *us);
 static ngx_int_t ngx_http_prefix_route_init_upstream(ngx_conf_t *cf,
     ngx_http_upstream_srv_conf_t *us);
@@ -238,6 +240,15 @@ static void ngx_http_prefix_route_warn_repeats(ngx_conf_t *cf,
 static size_t ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone);
 static void ngx_http_prefix_route_capacity(
     ngx_http_prefix_route_srv_conf_t *prcf);
+static ngx_int_t ngx_http_prefix_route_init_records(
+    ngx_http_prefix_route_srv_conf_t *prcf);
+static ngx_uint_t ngx_http_prefix_route_name(
+    ngx_http_prefix_route_srv_conf_t *prcf, ngx_uint_t pass,
+    ngx_http_prefix_route_reuse_t *reuse);
+static ngx_int_t ngx_http_prefix_route_name_one(
+    ngx_http_prefix_route_srv_conf_t *prcf, ngx_uint_t pass,
+    ngx_http_prefix_route_reuse_t *reuse,
+    ngx_http_prefix_route_peer_t **record, ngx_str_t *name);
 static ngx_int_t ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 static void ngx_http_prefix_route_place(
@@ -501,7 +512,20 @@ static ngx_http_variable_t  ngx_http_prefix_route_vars[] = {
 static ngx_int_t
 ngx_http_prefix_route_init_module(ngx_cycle_t *cycle)
 {
+    ngx_uint_t                         i;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
     ngx_http_prefix_route_extract_init(malloc, free);
+
+    /* the configuration is in place: new servers may take records now */
+
+    i = 0;
+
+    while ((prcf = ngx_http_prefix_route_upstream(cycle, &i)) != NULL) {
+        if (ngx_http_prefix_route_init_records(prcf) != NGX_OK) {
+            return NGX_ERROR;
+        }
+    }
 
     /* a reload keeps the build in memory: the log tells which one runs */
 
@@ -914,6 +938,24 @@ ngx_http_prefix_route_each(ngx_cycle_t *cycle,
     void (*handler)(ngx_http_prefix_route_index_t *idx))
 {
     ngx_uint_t                         i;
+    ngx_http_prefix_route_srv_conf_t  *prcf;
+
+    i = 0;
+
+    while ((prcf = ngx_http_prefix_route_upstream(cycle, &i)) != NULL) {
+        handler(&prcf->index);
+    }
+}
+
+
+/*
+ * The next prefix_route upstream of "cycle" with its zone set up, from
+ * upstream *i on, and *i past it; NULL after the last one.
+ */
+
+static ngx_http_prefix_route_srv_conf_t *
+ngx_http_prefix_route_upstream(ngx_cycle_t *cycle, ngx_uint_t *i)
+{
     ngx_http_upstream_srv_conf_t     **uscfp;
     ngx_http_upstream_main_conf_t     *umcf;
     ngx_http_prefix_route_srv_conf_t  *prcf;
@@ -921,24 +963,27 @@ ngx_http_prefix_route_each(ngx_cycle_t *cycle,
     umcf = ngx_http_cycle_get_module_main_conf(cycle,
                                                ngx_http_upstream_module);
     if (umcf == NULL) {
-        return;
+        return NULL;
     }
 
     uscfp = umcf->upstreams.elts;
 
-    for (i = 0; i < umcf->upstreams.nelts; i++) {
+    while (*i < umcf->upstreams.nelts) {
 
-        if (uscfp[i]->srv_conf == NULL) {
+        if (uscfp[*i]->srv_conf == NULL) {
+            (*i)++;
             continue;
         }
 
-        prcf = ngx_http_conf_upstream_srv_conf(uscfp[i],
+        prcf = ngx_http_conf_upstream_srv_conf(uscfp[(*i)++],
                                                ngx_http_prefix_route_module);
 
         if (prcf->shm_zone != NULL && prcf->index.sh != NULL) {
-            handler(&prcf->index);
+            return prcf;
         }
     }
+
+    return NULL;
 }
 
 
@@ -1154,7 +1199,8 @@ ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone)
 
 /*
  * Sets up or takes over the zone, in limit_req's manner, and finds the
- * servers' records in it.  Runs in the master on start and reload.
+ * records of the servers it knows (ngx_http_prefix_route_init_records()
+ * gives the others theirs).  Runs in the master on start and reload.
  */
 
 static ngx_int_t
@@ -1164,14 +1210,12 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     size_t                             len;
     ngx_int_t                          rc;
-    ngx_str_t                         *names, *first;
-    ngx_uint_t                         b, i, nworkers, roomless, pass;
+    ngx_str_t                         *names;
+    ngx_uint_t                         i, nworkers;
     ngx_core_conf_t                   *ccf;
     ngx_slab_pool_t                   *shpool;
     ngx_http_upstream_rr_peer_t       *peer;
-    ngx_http_upstream_rr_peers_t      *peers;
     ngx_http_prefix_route_sh_t        *sh;
-    ngx_http_prefix_route_reuse_t      reuse;
     ngx_http_prefix_route_srv_conf_t  *prcf;
 
     prcf = shm_zone->data;
@@ -1268,14 +1312,7 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         }
     }
 
-    /*
-     * peers are found by name: affinity survives a reload; those without
-     * room are named in one line, not one each (thousands of servers)
-     */
-
-    roomless = 0;
-    first = NULL;
-    ngx_memzero(&reuse, sizeof(ngx_http_prefix_route_reuse_t));
+    prcf->vnames = names;
 
     if (ngx_http_prefix_route_index_lock_master(&prcf->index,
                                                 shm_zone->shm.log)
@@ -1289,9 +1326,9 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     /*
      * this configuration's number, and those still running: the records
-     * only others named are given to new servers, here and in the workers
-     * for the new addresses of "server name resolve"
-     * (ngx_http_prefix_route_follow())
+     * only others named are given to new servers, in
+     * ngx_http_prefix_route_init_records() and in the workers for the new
+     * addresses of "server name resolve" (ngx_http_prefix_route_follow())
      */
 
     prcf->index.gen = ++sh->gen;
@@ -1299,73 +1336,67 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
                                                oprcf ? oprcf->index.gen : 0);
 
     /*
-     * the servers the zone knows first: one that comes back finds its own
-     * record before another new server may be given it
+     * the servers the zone knows: affinity survives a reload, and one
+     * that comes back finds its own record before another new server may
+     * be given it
      */
 
-    for (pass = 0; pass < 2; pass++) {
-
-        for (b = 0, peers = prcf->peers;
-             peers != NULL;
-             b++, peers = peers->next)
-        {
-            for (peer = peers->peer, i = 0;
-                 peer != NULL;
-                 peer = peer->next, i++)
-            {
-                if (prcf->shared[b][i] != NULL) {
-                    continue;
-                }
-
-                if (pass == 0) {
-                    prcf->shared[b][i] = ngx_http_prefix_route_index_find(
-                                                  &prcf->index, &peer->name);
-
-                } else {
-                    prcf->shared[b][i] = ngx_http_prefix_route_index_peer(
-                                          &prcf->index, &peer->name, &reuse);
-                }
-
-                if (prcf->shared[b][i] == NULL) {
-                    if (pass && roomless++ == 0) {
-                        first = &peer->name;
-                    }
-
-                    continue;
-                }
-
-                /* not given to another address while this one runs */
-
-                prcf->shared[b][i]->fixed = prcf->index.gen;
-            }
-        }
-
-        for (i = 0; names != NULL && i < prcf->peers->number; i++) {
-
-            if (prcf->vshared[i] != NULL) {
-                continue;
-            }
-
-            if (pass == 0) {
-                prcf->vshared[i] = ngx_http_prefix_route_index_find(
-                                                    &prcf->index, &names[i]);
-
-            } else {
-                prcf->vshared[i] = ngx_http_prefix_route_index_peer(
-                                            &prcf->index, &names[i], &reuse);
-            }
-
-            if (prcf->vshared[i] != NULL) {
-                prcf->vshared[i]->fixed = prcf->index.gen;
-            }
-        }
-    }
-
-    /* the slots numbered now: other workers may add none meanwhile */
-
-    prcf->npos = sh->npeers;
+    (void) ngx_http_prefix_route_name(prcf, 0, NULL);
 
     ngx_shmtx_unlock(&shpool->mutex);
+
+    return NGX_OK;
+}
+
+
+/*
+ * The records of the servers the zone does not know yet, made or given
+ * from those no running configuration names, and the view's positions.
+ * Runs in the master once the configuration is in place (init_module):
+ * a reload that fails after the zones' init (a listen socket that cannot
+ * be bound) gives no record away, which would drop its blocks for a
+ * server that may come back (helper-77).  It cannot fail: with the zone's
+ * mutex held by a stuck process, or no room, a server without a record is
+ * balanced by load only.  Returns NGX_ERROR only for no memory in the
+ * cycle's pool.
+ */
+
+static ngx_int_t
+ngx_http_prefix_route_init_records(ngx_http_prefix_route_srv_conf_t *prcf)
+{
+    ngx_uint_t                      b, roomless;
+    ngx_shm_zone_t                 *shm_zone;
+    ngx_http_upstream_rr_peers_t   *peers;
+    ngx_http_prefix_route_reuse_t   reuse;
+
+    shm_zone = prcf->shm_zone;
+    ngx_memzero(&reuse, sizeof(ngx_http_prefix_route_reuse_t));
+
+    if (ngx_http_prefix_route_index_lock_master(&prcf->index,
+                                                shm_zone->shm.log)
+        == NGX_OK)
+    {
+        roomless = ngx_http_prefix_route_name(prcf, 1, &reuse);
+
+        /* the slots numbered now: other workers may add none meanwhile */
+
+        prcf->npos = prcf->index.sh->npeers;
+
+        ngx_shmtx_unlock(&prcf->index.shpool->mutex);
+
+    } else {
+        roomless = ngx_http_prefix_route_name(prcf, 2, NULL);
+        prcf->npos = prcf->index.sh->npeers;
+
+        if (roomless) {
+            ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
+                          "prefix_route zone \"%V\" cannot be taken over "
+                          "for %ui new server(s), the first %V: they are "
+                          "balanced by load only", &shm_zone->shm.name,
+                          roomless, prcf->roomless);
+            roomless = 0;
+        }
+    }
 
     if (reuse.reused) {
         ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
@@ -1379,7 +1410,8 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         ngx_log_error(NGX_LOG_WARN, shm_zone->shm.log, 0,
                       "prefix_route zone \"%V\" has no room for %ui "
                       "server(s), the first %V: they are balanced by load "
-                      "only", &shm_zone->shm.name, roomless, first);
+                      "only", &shm_zone->shm.name, roomless,
+                      prcf->roomless);
     }
 
     /* each list's position of a peer slot, for the index lookup */
@@ -1402,6 +1434,82 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     }
 
     ngx_http_prefix_route_place(prcf, prcf->peers);
+
+    return NGX_OK;
+}
+
+
+/*
+ * One pass over the servers without a record yet, the shadow ones too:
+ * pass 0 finds those the zone knows by name, pass 1 makes or gives the
+ * others theirs (the caller holds the zone mutex for both), pass 2 only
+ * counts them.  Each record found is marked as named by this
+ * configuration.  Returns the servers (not shadow ones) still without
+ * one; the first one's name is kept in prcf->roomless.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_name(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_uint_t pass, ngx_http_prefix_route_reuse_t *reuse)
+{
+    ngx_uint_t                      b, i, roomless;
+    ngx_http_upstream_rr_peer_t    *peer;
+    ngx_http_upstream_rr_peers_t   *peers;
+
+    roomless = 0;
+
+    for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
+    {
+        for (peer = peers->peer, i = 0; peer != NULL; peer = peer->next, i++) {
+
+            if (ngx_http_prefix_route_name_one(prcf, pass, reuse,
+                                               &prcf->shared[b][i],
+                                               &peer->name)
+                != NGX_OK
+                && pass && roomless++ == 0)
+            {
+                prcf->roomless = &peer->name;
+            }
+
+            /* shadow mode: the records of the primary servers' names */
+
+            if (b == 0 && prcf->vnames != NULL) {
+                (void) ngx_http_prefix_route_name_one(prcf, pass, reuse,
+                                                      &prcf->vshared[i],
+                                                      &prcf->vnames[i]);
+            }
+        }
+    }
+
+    return roomless;
+}
+
+
+/* a server's record by the pass above: NGX_DECLINED when it has none */
+
+static ngx_int_t
+ngx_http_prefix_route_name_one(ngx_http_prefix_route_srv_conf_t *prcf,
+    ngx_uint_t pass, ngx_http_prefix_route_reuse_t *reuse,
+    ngx_http_prefix_route_peer_t **record, ngx_str_t *name)
+{
+    if (*record != NULL) {
+        return NGX_OK;
+    }
+
+    if (pass == 0) {
+        *record = ngx_http_prefix_route_index_find(&prcf->index, name);
+
+    } else if (pass == 1) {
+        *record = ngx_http_prefix_route_index_peer(&prcf->index, name, reuse);
+    }
+
+    if (*record == NULL) {
+        return NGX_DECLINED;
+    }
+
+    /* not given to another address while this one runs */
+
+    (*record)->fixed = prcf->index.gen;
 
     return NGX_OK;
 }

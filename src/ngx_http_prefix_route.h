@@ -145,6 +145,9 @@ typedef struct {
      * primary server, and their positions by slot
      */
     ngx_http_prefix_route_peer_t      **vshared;
+    ngx_str_t                          *vnames;      /* their records' */
+    ngx_str_t                          *roomless;    /* the first server
+                                                        without a record */
     ngx_uint_t                         *vpos;
 
     /* a balancer call's scratch, for the longer list */

@@ -88,6 +88,14 @@ add_block_preprocessor(sub {
         } @order]);
     }
 
+    # --- zone_4m_but_of: P: zone llm:4m without the backend of prompt P
+    if (defined(my $p = $block->zone_4m_but_of)) {
+        $p =~ s/\s+//g;
+        $block->set_value(http_config =>
+            ::upstream("zone=llm:4m", grep { "b$_\n" ne $Where{$p} } 1 .. 4)
+            . ::backends(1 .. 4));
+    }
+
     $block->set_value(main_config => $LoadModule) unless defined $block->main_config;
     $block->set_value(init => "PrefixRoute::wait_for_old_workers();") unless defined $block->init;
     $block->set_value(config => proxy()) unless defined $block->config;
@@ -121,6 +129,41 @@ sub hang {
     $Hang = IO::Socket::INET->new(Listen => 8, ReuseAddr => 1,
                                   LocalAddr => PrefixRoute::addr(5))
         or die "cannot listen on " . PrefixRoute::addr(5) . ": $!\n";
+}
+
+# a reload that fails after the zones' init: the running configuration
+# with a new server 5 in upstream llm and a listen address the kernel
+# refuses; HUP, and wait for nginx to say so.  The file is put back.
+sub failed_reload {
+    my ($conf, $pid) = ($Test::Nginx::Util::ConfFile,
+                        $Test::Nginx::Util::PidFile);
+    open my $in, '<', $conf or die "$conf: $!";
+    my $was = do { local $/; <$in> };
+    close $in;
+    my $new = $was;
+    my $five = PrefixRoute::addr(5);
+    $new =~ s/(    prefix_route [^\n]*\n)/$1    server $five;\n/
+        or die "no prefix_route line in $conf";
+    $new =~ s/(upstream llm \{)/server { listen 10.255.255.1:19199; }\n$1/;
+    open my $out, '>', $conf or die "$conf: $!";
+    print $out $new;
+    close $out;
+    open $in, '<', $pid or die "$pid: $!";
+    my ($master) = <$in> =~ /(\d+)/;
+    close $in;
+    kill 'HUP', $master or die "HUP: $!";
+    my $log = $Test::Nginx::Util::ErrLogFile;
+    for (1 .. 500) {
+        open my $fh, '<', $log or die "$log: $!";
+        my $text = do { local $/; <$fh> };
+        close $fh;
+        last if $text =~ /bind\(\) to 10\.255\.255\.1:19199 failed/;
+        die "the reload did not fail in 5 s\n" if $_ == 500;
+        select undef, undef, undef, 0.01;
+    }
+    open $out, '>', $conf or die "$conf: $!";
+    print $out $was;
+    close $out;
 }
 
 use_hup();
@@ -290,3 +333,53 @@ by its prefill, and b3 took none of them while no queue formed.
 --- response_body_like eval
 [("^b[123]\n\\z") x 12,
  qr/\{"name":"127\.0\.0\.1:19103",[^}]*"requests":[1-9]/]
+
+
+
+=== TEST 13: a new zone: four distinct prompts go to the four backends
+--- http_config eval: ::upstream("zone=llm:4m", 1 .. 4) . ::backends(1 .. 4)
+--- request eval
+[map { main::chat($_) } qw(A B C D)]
+--- response_headers_like eval
+[("X-Prefix-Route: MISS 0 \\d+") x 4]
+--- response_body_filters eval
+main::noted(qw(A B C D))
+--- response_body_like eval
+[("^b[1-4]\n\\z") x 4]
+
+
+
+=== TEST 14: a reload without D's backend
+--- zone_4m_but_of: D
+--- request eval
+[main::chat("A")]
+--- response_body_like: ^b[1-4]\n\z
+
+
+
+=== TEST 15: a reload that fails after the zones' init (a listen address that cannot be bound), its new server given no record
+A record given to the new server would drop the blocks of D's backend,
+which no running configuration names.
+--- zone_4m_but_of: D
+--- init
+main::failed_reload();
+PrefixRoute::wait_for_old_workers();
+--- request eval
+[main::chat("A")]
+--- response_body_like: ^b[1-4]\n\z
+--- no_error_log
+were reused for new servers
+[alert]
+[crit]
+
+
+
+=== TEST 16: D's backend back: D is a HIT there, its blocks kept through the failed reload
+--- http_config eval: ::upstream("zone=llm:4m", 1 .. 4) . ::backends(1 .. 4)
+--- request eval
+[main::chat("D")]
+--- response_headers_like: X-Prefix-Route: HIT [1-9]\d* \d+
+--- response_body_filters eval
+main::same(undef, "D")
+--- response_body
+same
