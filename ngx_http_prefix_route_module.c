@@ -1470,15 +1470,15 @@ ngx_http_prefix_route_name(ngx_http_prefix_route_srv_conf_t *prcf,
             {
                 prcf->roomless = &peer->name;
             }
-
-            /* shadow mode: the records of the primary servers' names */
-
-            if (b == 0 && prcf->vnames != NULL) {
-                (void) ngx_http_prefix_route_name_one(prcf, pass, reuse,
-                                                      &prcf->vshared[i],
-                                                      &prcf->vnames[i]);
-            }
         }
+    }
+
+    /* shadow mode: the records of the primary servers' names, after them */
+
+    for (i = 0; prcf->vnames != NULL && i < prcf->peers->number; i++) {
+        (void) ngx_http_prefix_route_name_one(prcf, pass, reuse,
+                                              &prcf->vshared[i],
+                                              &prcf->vnames[i]);
     }
 
     return roomless;
