@@ -240,7 +240,7 @@ static void ngx_http_prefix_route_warn_repeats(ngx_conf_t *cf,
 static size_t ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone);
 static void ngx_http_prefix_route_capacity(
     ngx_http_prefix_route_srv_conf_t *prcf);
-static ngx_int_t ngx_http_prefix_route_init_records(
+static void ngx_http_prefix_route_init_records(
     ngx_http_prefix_route_srv_conf_t *prcf);
 static ngx_uint_t ngx_http_prefix_route_name(
     ngx_http_prefix_route_srv_conf_t *prcf, ngx_uint_t pass,
@@ -522,9 +522,7 @@ ngx_http_prefix_route_init_module(ngx_cycle_t *cycle)
     i = 0;
 
     while ((prcf = ngx_http_prefix_route_upstream(cycle, &i)) != NULL) {
-        if (ngx_http_prefix_route_init_records(prcf) != NGX_OK) {
-            return NGX_ERROR;
-        }
+        ngx_http_prefix_route_init_records(prcf);
     }
 
     /* a reload keeps the build in memory: the log tells which one runs */
@@ -1208,13 +1206,14 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 {
     ngx_http_prefix_route_srv_conf_t  *oprcf = data;
 
-    size_t                             len;
+    size_t                             len, size;
     ngx_int_t                          rc;
     ngx_str_t                         *names;
-    ngx_uint_t                         i, nworkers;
+    ngx_uint_t                         b, i, nworkers;
     ngx_core_conf_t                   *ccf;
     ngx_slab_pool_t                   *shpool;
     ngx_http_upstream_rr_peer_t       *peer;
+    ngx_http_upstream_rr_peers_t      *peers;
     ngx_http_prefix_route_sh_t        *sh;
     ngx_http_prefix_route_srv_conf_t  *prcf;
 
@@ -1314,6 +1313,30 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     prcf->vnames = names;
 
+    /*
+     * each list's position of a peer slot, for the index lookup: for every
+     * slot the zone may number, as old workers of "server name resolve"
+     * may number more before ngx_http_prefix_route_init_records(), which
+     * must not fail
+     */
+
+    size = (NGX_HTTP_PREFIX_ROUTE_MAX_SLOTS + 1) * sizeof(ngx_uint_t);
+
+    if (prcf->shadow) {
+        prcf->vpos = ngx_palloc(prcf->cycle->pool, size);
+        if (prcf->vpos == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
+    for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
+    {
+        prcf->pos[b] = ngx_palloc(prcf->cycle->pool, size);
+        if (prcf->pos[b] == NULL) {
+            return NGX_ERROR;
+        }
+    }
+
     if (ngx_http_prefix_route_index_lock_master(&prcf->index,
                                                 shm_zone->shm.log)
         != NGX_OK)
@@ -1355,18 +1378,17 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
  * Runs in the master once the configuration is in place (init_module):
  * a reload that fails after the zones' init (a listen socket that cannot
  * be bound) gives no record away, which would drop its blocks for a
- * server that may come back (helper-77).  It cannot fail: with the zone's
- * mutex held by a stuck process, or no room, a server without a record is
- * balanced by load only.  Returns NGX_ERROR only for no memory in the
- * cycle's pool.
+ * server that may come back (helper-77).  It cannot fail, as nginx exits
+ * when init_module does: with the zone's mutex held by a stuck process,
+ * or no room, a server without a record is balanced by load only; the
+ * position arrays were allocated in init_zone().
  */
 
-static ngx_int_t
+static void
 ngx_http_prefix_route_init_records(ngx_http_prefix_route_srv_conf_t *prcf)
 {
-    ngx_uint_t                      b, roomless;
+    ngx_uint_t                      roomless;
     ngx_shm_zone_t                 *shm_zone;
-    ngx_http_upstream_rr_peers_t   *peers;
     ngx_http_prefix_route_reuse_t   reuse;
 
     shm_zone = prcf->shm_zone;
@@ -1414,28 +1436,7 @@ ngx_http_prefix_route_init_records(ngx_http_prefix_route_srv_conf_t *prcf)
                       prcf->roomless);
     }
 
-    /* each list's position of a peer slot, for the index lookup */
-
-    if (prcf->shadow) {
-        prcf->vpos = ngx_palloc(prcf->cycle->pool,
-                                (prcf->npos + 1) * sizeof(ngx_uint_t));
-        if (prcf->vpos == NULL) {
-            return NGX_ERROR;
-        }
-    }
-
-    for (b = 0, peers = prcf->peers; peers != NULL; b++, peers = peers->next)
-    {
-        prcf->pos[b] = ngx_palloc(prcf->cycle->pool,
-                                  (prcf->npos + 1) * sizeof(ngx_uint_t));
-        if (prcf->pos[b] == NULL) {
-            return NGX_ERROR;
-        }
-    }
-
     ngx_http_prefix_route_place(prcf, prcf->peers);
-
-    return NGX_OK;
 }
 
 

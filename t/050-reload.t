@@ -142,9 +142,10 @@ sub failed_reload {
     close $in;
     my $new = $was;
     my $five = PrefixRoute::addr(5);
+    my $port = $PrefixRoute::FixedPort + 99;
     $new =~ s/(    prefix_route [^\n]*\n)/$1    server $five;\n/
         or die "no prefix_route line in $conf";
-    $new =~ s/(upstream llm \{)/server { listen 10.255.255.1:19199; }\n$1/;
+    $new =~ s/(upstream llm \{)/server { listen 10.255.255.1:$port; }\n$1/;
     open my $out, '>', $conf or die "$conf: $!";
     print $out $new;
     close $out;
@@ -157,7 +158,7 @@ sub failed_reload {
         open my $fh, '<', $log or die "$log: $!";
         my $text = do { local $/; <$fh> };
         close $fh;
-        last if $text =~ /bind\(\) to 10\.255\.255\.1:19199 failed/;
+        last if $text =~ /bind\(\) to 10\.255\.255\.1:$port failed/;
         die "the reload did not fail in 5 s\n" if $_ == 500;
         select undef, undef, undef, 0.01;
     }
