@@ -249,6 +249,7 @@ static ngx_int_t ngx_http_prefix_route_name_one(
     ngx_http_prefix_route_srv_conf_t *prcf, ngx_uint_t pass,
     ngx_http_prefix_route_reuse_t *reuse,
     ngx_http_prefix_route_peer_t **record, ngx_str_t *name);
+static ngx_uint_t ngx_http_prefix_route_slots(ngx_cycle_t *cycle);
 static ngx_int_t ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone,
     void *data);
 static void ngx_http_prefix_route_place(
@@ -1196,6 +1197,23 @@ ngx_http_prefix_route_resized(ngx_shm_zone_t *shm_zone)
 
 
 /*
+ * The worker slots a zone made for the cycle's configuration has: one
+ * for each worker process, as many for the workers of the previous
+ * configuration still finishing their requests after a reload, plus two.
+ */
+
+static ngx_uint_t
+ngx_http_prefix_route_slots(ngx_cycle_t *cycle)
+{
+    ngx_core_conf_t  *ccf;
+
+    ccf = (ngx_core_conf_t *) ngx_get_conf(cycle->conf_ctx, ngx_core_module);
+
+    return 2 * (ccf->master ? (ngx_uint_t) ccf->worker_processes : 1) + 2;
+}
+
+
+/*
  * Sets up or takes over the zone, in limit_req's manner, and finds the
  * records of the servers it knows (ngx_http_prefix_route_init_records()
  * gives the others theirs).  Runs in the master on start and reload.
@@ -1210,7 +1228,6 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
     ngx_int_t                          rc;
     ngx_str_t                         *names;
     ngx_uint_t                         b, i, nworkers;
-    ngx_core_conf_t                   *ccf;
     ngx_slab_pool_t                   *shpool;
     ngx_http_upstream_rr_peer_t       *peer;
     ngx_http_upstream_rr_peers_t      *peers;
@@ -1219,17 +1236,7 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
 
     prcf = shm_zone->data;
     shpool = (ngx_slab_pool_t *) shm_zone->shm.addr;
-
-    /*
-     * A worker slot for each worker process, and as many for the workers
-     * of the previous configuration still finishing their requests after
-     * a reload, plus two.
-     */
-
-    ccf = (ngx_core_conf_t *) ngx_get_conf(prcf->cycle->conf_ctx,
-                                           ngx_core_module);
-    nworkers = 2 * (ccf->master ? (ngx_uint_t) ccf->worker_processes : 1)
-               + 2;
+    nworkers = ngx_http_prefix_route_slots(prcf->cycle);
 
     if (oprcf == NULL && !shm_zone->shm.exists) {
         shpool->data = NULL;
@@ -1272,7 +1279,12 @@ ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone, void *data)
         ngx_sprintf(shpool->log_ctx, " in prefix_route zone \"%V\"%Z",
                     &shm_zone->shm.name);
 
-    } else if (sh->nworkers < nworkers) {
+    } else if (sh->nworkers < nworkers
+               && (oprcf == NULL
+                   || ngx_http_prefix_route_slots(oprcf->cycle) < nworkers))
+    {
+        /* once for each raise, not at every reload that keeps it */
+
         ngx_log_error(NGX_LOG_NOTICE, shm_zone->shm.log, 0,
                       "prefix_route zone \"%V\" was made for "
                       "worker_processes %ui, %ui now: the load of workers "

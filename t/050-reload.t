@@ -96,6 +96,11 @@ add_block_preprocessor(sub {
             . ::backends(1 .. 4));
     }
 
+    # --- workers: N: worker_processes N for this block (1 when not given)
+    my $n = $block->workers // 1;
+    $n =~ s/\s+//g;
+    workers($n);
+
     $block->set_value(main_config => $LoadModule) unless defined $block->main_config;
     $block->set_value(init => "PrefixRoute::wait_for_old_workers();") unless defined $block->init;
     $block->set_value(config => proxy()) unless defined $block->config;
@@ -384,3 +389,32 @@ were reused for new servers
 main::same(undef, "D")
 --- response_body
 same
+
+
+
+=== TEST 17: worker_processes raised to 2 on the kept zone, made for 1: the notice says so, and D is still a HIT on its server
+--- workers: 2
+--- http_config eval: ::upstream("zone=llm:4m", 1 .. 4) . ::backends(1 .. 4)
+--- request eval
+[main::chat("D")]
+--- response_headers_like: X-Prefix-Route: HIT [1-9]\d* \d+
+--- response_body_filters eval
+main::same(undef, "D")
+--- response_body
+same
+--- error_log
+prefix_route zone "llm" was made for worker_processes 1, 2 now
+
+
+
+=== TEST 18: a reload that keeps worker_processes 2 does not repeat the notice (helper-77 saw it at every reload)
+--- workers: 2
+--- http_config eval: ::upstream("zone=llm:4m", 1 .. 4) . ::backends(1 .. 4)
+--- request eval
+[main::chat("D")]
+--- response_headers_like: X-Prefix-Route: HIT [1-9]\d* \d+
+--- no_error_log
+was made for worker_processes
+[error]
+[alert]
+[crit]
