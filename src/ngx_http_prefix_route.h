@@ -55,6 +55,16 @@
     ngx_http_upstream_rr_peers_unlock(peers)
 
 
+/*
+ * Choices made again when another worker failed the server chosen, or
+ * filled its max_conns, before it was taken, and records made again when
+ * "resolve" changed the lists meanwhile (each such race is another
+ * worker's progress): after that many, round robin chooses, or the view
+ * stays as it was.
+ */
+#define NGX_HTTP_PREFIX_ROUTE_RETAKES       8
+
+
 /* prefix_route_probe: the engines' metrics pages, ..._probe.c */
 typedef struct {
     ngx_str_t                           uri;         /* uri= */
@@ -161,6 +171,28 @@ extern ngx_module_t  ngx_http_prefix_route_module;
 
 
 /*
+ * The zone's init (ngx_shm_zone_t's "init", ..._records.c): sets up a new
+ * zone or takes over the old one, and finds the records of the servers it
+ * knows.  Runs in the master on start and reload; "data" is the previous
+ * configuration's, or NULL.  Returns NGX_OK, or NGX_ERROR after an emerg
+ * naming the zone (too small, made by another build, its mutex cannot be
+ * taken over) or nginx's own line of memory refused: the start or reload
+ * fails.
+ */
+ngx_int_t ngx_http_prefix_route_init_zone(ngx_shm_zone_t *shm_zone,
+    void *data);
+
+/*
+ * Gives the servers the zone did not know their records, once nginx has
+ * committed the new cycle (init_module, ..._records.c).  Cannot fail: a
+ * server left without a record (no room, a stuck mutex) is balanced by
+ * load only, with a warn.
+ */
+void ngx_http_prefix_route_init_records(
+    ngx_http_prefix_route_srv_conf_t *prcf);
+
+
+/*
  * Whether server i of list b (0 primary, 1 backup) repeats the address of
  * an earlier server line: it shares that line's record, so the status
  * shows it and the probes poll it once, as that line.
@@ -186,7 +218,7 @@ ngx_uint_t ngx_http_prefix_route_passed_over(
 /*
  * With "resolve" (nginx 1.27.3+), makes this worker's view of the servers
  * (the arrays above) follow round robin's lists "peers" in the upstream's
- * zone when they changed (..._module.c); the caller holds
+ * zone when they changed (..._records.c); the caller holds
  * both lists' locks (ngx_http_prefix_route_lists_rlock()).
  * Returns NGX_OK, or NGX_ERROR when no memory was left for it (the view
  * stays as it was).  Without "resolve" the view is the configuration's.
