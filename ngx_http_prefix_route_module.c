@@ -2404,13 +2404,16 @@ ngx_http_prefix_route_free_peer(ngx_peer_connection_t *pc, void *data,
              * connected to is down or restarting: what the index had it
              * hold of the prompt goes too.  request_sent is the attempt
              * before's when a connect fails at once (a unix socket), and
-             * then nginx has no connection (helper-66)
+             * then nginx has no connection (helper-66).  A status read
+             * is this attempt's: nginx 1.30 has closed the connection of
+             * a response read whole before it frees the peer
              */
             ngx_http_prefix_route_index_forget(idx, ctx->hash,
                                   ctx->recorded[0], ctx->recorded[1], sp,
                                   (uint32_t) ctx->chosen,
                                   ctx->request->upstream->request_sent
-                                  && pc->connection != NULL);
+                                  && (pc->connection != NULL
+                                      || status != 0));
 
             /*
              * shadow mode: so is the would-be placement's, or a retry's

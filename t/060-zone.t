@@ -27,7 +27,11 @@ sub prompt { chat([user(text(@_))]) }
 
 # location /flood: $n distinct 2 KB prompts one after the other (echo
 # module), the files of flood_files($n), then 1.5 s for the module's sweep
-# (once a second) before the answer ends
+# (once a second) before the answer ends.  One request, so that the
+# sweep's warn falls in it.  With nginx 1.30.4 the echo module's 200
+# subrequests never end, through round robin and without this module
+# alike (1.26.3 is fine): the blocks that use it skip nginx 1.27 and later
+# (seen 2026-12-08).
 sub flood {
     my $n = shift;
     return "location = /flood {\n"
@@ -123,6 +127,7 @@ TEST 1's flood, from one request (/flood), on a zone whose capacity=
 (1m, one server) needs about 1 MiB: the sweep (once a second) logs a
 warning naming the zone, the pairs it evicted and the size docs/tuning.md
 gives, servers x capacity / block x 64 bytes x 1.04.
+--- skip_nginx: 5: >= 1.27.0
 --- main_config eval: $::LoadModule . $::LoadEcho
 --- http_config eval: ::upstream("zone=llm:128k capacity=1m", 1) . ::backends(1)
 --- config eval: ::proxy() . ::flood(200)
@@ -139,6 +144,7 @@ qr/\[warn\] .*prefix_route: zone "llm" of 128 KiB is full: it evicted [1-9]\d* \
 
 
 === TEST 6: the same flood says nothing with capacity=0, where the zone is the limit chosen
+--- skip_nginx: 4: >= 1.27.0
 --- main_config eval: $::LoadModule . $::LoadEcho
 --- http_config eval: ::upstream("zone=llm:128k capacity=0", 1) . ::backends(1)
 --- config eval: ::proxy() . ::flood(200)
@@ -156,6 +162,7 @@ is full
 256 blocks for the one server, about 17 KiB of zone: the server forgets
 its least recently used blocks (TEST 2), the zone evicts nothing, and the
 last prompt is still a HIT.
+--- skip_nginx: 9: >= 1.27.0
 --- main_config eval: $::LoadModule . $::LoadEcho
 --- http_config eval: ::upstream("zone=llm:1m capacity=16k", 1) . ::backends(1)
 --- config eval: ::proxy(header => '$prefix_route_status') . ::flood(200)
