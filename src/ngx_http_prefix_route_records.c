@@ -918,6 +918,11 @@ ngx_http_prefix_route_keep(uint64_t *keep, ngx_http_prefix_route_peer_t *sp)
 }
 
 
+/*
+ * The cleanup of the cycle's pool: frees this worker's view (taken with
+ * ngx_alloc(), as it is made again while the cycle lives).
+ */
+
 static void
 ngx_http_prefix_route_unfollow(void *data)
 {
@@ -1011,6 +1016,12 @@ ngx_http_prefix_route_shadow_name(ngx_str_t *name, u_char *buf,
 
 #endif
 
+
+/*
+ * pos[b][slot] is the first server line of list b with the record of
+ * that slot: a line elsewhere repeats it, and so does a backup line whose
+ * address a primary line has.
+ */
 
 ngx_uint_t
 ngx_http_prefix_route_repeat(ngx_http_prefix_route_srv_conf_t *prcf,
